@@ -1,0 +1,56 @@
+import Type from "typebox";
+import { Address, Id, Nullable } from "./common.ts";
+import { defineEvent, defineRpc } from "./message.ts";
+
+export const UserLoginRequest = Type.Object(
+  {
+    address: Nullable(Type.String({ maxLength: 64 })),
+    signedMessage: Nullable(Type.String({ maxLength: 1024 })),
+    message: Type.Optional(Nullable(Type.String({ maxLength: 4096, description: "full EIP-4361 message" }))),
+  },
+  { $id: "UserLoginRequest" },
+);
+
+export const UserRegisterRequest = Type.Object(
+  {
+    name: Nullable(Type.String({ maxLength: 100 })),
+    surname: Nullable(Type.String({ maxLength: 100 })),
+    username: Nullable(Type.String({ maxLength: 32 })),
+    mailAddress: Nullable(Type.String({ maxLength: 254 })),
+    signedMessage: Nullable(Type.String({ maxLength: 1024 })),
+    message: Type.Optional(Nullable(Type.String({ maxLength: 4096, description: "full EIP-4361 message" }))),
+  },
+  { $id: "UserRegisterRequest" },
+);
+
+/** Where a request came from, for per-IP rate limits. */
+const Origin = Type.Object({ ip: Type.String() });
+
+export const Jwks = Type.Object({ keys: Type.Array(Type.Record(Type.String(), Type.Unknown())) });
+
+export const AuthRpc = {
+  nonce: defineRpc("auth.nonce.issue", {
+    request: Type.Object({ address: Type.String(), origin: Origin }),
+    response: Type.Integer({ minimum: 0 }),
+  }),
+  login: defineRpc("auth.session.login", {
+    request: Type.Object({ login: UserLoginRequest, origin: Origin }),
+    response: Type.String({ description: "the JWT" }),
+    timeoutMs: 15_000,
+  }),
+  register: defineRpc("auth.user.register", {
+    request: Type.Object({ register: UserRegisterRequest, origin: Origin }),
+    response: Type.String({ description: "the new user's id" }),
+    timeoutMs: 20_000,
+  }),
+  verifyEmail: defineRpc("auth.email.verify", {
+    request: Type.Object({ email: Type.String(), token: Type.String() }),
+    response: Type.String(),
+  }),
+  jwks: defineRpc("auth.keys.jwks", { request: Type.Object({}), response: Jwks }),
+} as const;
+
+export const AuthEvents = {
+  registered: defineEvent("auth.user.registered", Type.Object({ userId: Id, address: Address })),
+  verified: defineEvent("auth.user.verified", Type.Object({ userId: Id, address: Address })),
+} as const;

@@ -1,0 +1,109 @@
+import Type from "typebox";
+import { Address, AuctionStatus, Bytes32Hex, Nullable, UserRole } from "./common.ts";
+import { defineEvent, defineRpc } from "./message.ts";
+
+/** One decoded chain log as the event-debug endpoints return it. */
+export const EventLog = Type.Object(
+  {
+    event: Type.Record(Type.String(), Type.Unknown(), {
+      description: "event arguments, camelCase; bytes32 as 0x-hex; integers as decimal strings",
+    }),
+    log: Type.Object({
+      address: Type.String(),
+      blockHash: Type.String(),
+      blockNumber: Type.Integer(),
+      transactionHash: Type.String(),
+      transactionIndex: Type.Integer(),
+      logIndex: Type.Integer(),
+      removed: Type.Boolean(),
+    }),
+  },
+  { $id: "EventLog" },
+);
+
+export const HashToProjectDto = Type.Object(
+  {
+    proposerAddress: Nullable(Type.String()),
+    tokenAddress: Nullable(Type.String()),
+    auctionAddress: Nullable(Type.String()),
+    auctionType: Nullable(Type.String()),
+  },
+  { $id: "HashToProjectDTO" },
+);
+
+const ByAddress = Type.Object({ address: Type.String() });
+const Logs = Type.Array(EventLog);
+
+export const ChainRpc = {
+  evaluationLogs: defineRpc("chain.logs.evaluations", { request: Type.Object({}), response: Logs }),
+  registerLogs: defineRpc("chain.logs.registrations", { request: Type.Object({}), response: Logs }),
+  whitelistInsertLogs: defineRpc("chain.logs.whitelist-inserts", { request: ByAddress, response: Logs }),
+  whitelistRemoveLogs: defineRpc("chain.logs.whitelist-removes", { request: ByAddress, response: Logs }),
+  whitelisted: defineRpc("chain.address.whitelisted", { request: ByAddress, response: Type.Boolean() }),
+  role: defineRpc("chain.address.role", { request: ByAddress, response: UserRole }),
+  auctionByHash: defineRpc("chain.auction.by-hash", {
+    request: Type.Object({ fileHash: Type.String() }),
+    response: Type.Object({
+      project: HashToProjectDto,
+      isAuctionCreated: Type.Boolean(),
+      isAuctionStarted: Type.Boolean(),
+      auctionStatus: Nullable(AuctionStatus),
+      indexedBlock: Type.Integer(),
+    }),
+  }),
+  evaluation: defineRpc("chain.project.evaluation", {
+    request: Type.Object({ fileHash: Type.String() }),
+    response: Type.Object({ isApproved: Nullable(Type.Boolean()), indexedBlock: Type.Integer() }),
+  }),
+  progress: defineRpc("chain.index.progress", {
+    request: Type.Object({}),
+    response: Type.Object({
+      chainId: Type.Integer(),
+      indexedBlock: Type.Integer(),
+      headBlock: Type.Integer(),
+    }),
+  }),
+} as const;
+
+/** Where a fact came from; consumers are idempotent on (chainId, txHash, logIndex). */
+export const ChainOrigin = Type.Object({
+  chainId: Type.Integer(),
+  txHash: Bytes32Hex,
+  logIndex: Type.Integer(),
+  blockNumber: Type.Integer(),
+  blockHash: Bytes32Hex,
+});
+
+export const ChainEvents = {
+  projectRegistered: defineEvent(
+    "chain.project.registered",
+    Type.Object({ origin: ChainOrigin, from: Address, projectHash: Bytes32Hex }),
+  ),
+  projectEvaluated: defineEvent(
+    "chain.project.evaluated",
+    Type.Object({ origin: ChainOrigin, projectHash: Bytes32Hex, isApproved: Type.Boolean() }),
+  ),
+  userStatusChanged: defineEvent(
+    "chain.user-status.changed",
+    Type.Object({ origin: ChainOrigin, address: Address, role: UserRole }),
+  ),
+  auctionCreated: defineEvent(
+    "chain.auction.created",
+    Type.Object({
+      origin: ChainOrigin,
+      projectHash: Bytes32Hex,
+      auction: Address,
+      auctionType: Type.String(),
+      creator: Address,
+    }),
+  ),
+  auctionStatusChanged: defineEvent(
+    "chain.auction.status-changed",
+    Type.Object({ origin: ChainOrigin, projectHash: Bytes32Hex, auction: Address, status: AuctionStatus }),
+  ),
+  /** A fact retracted by a reorg: consumers undo what `retracted` names. */
+  factRetracted: defineEvent(
+    "chain.fact.retracted",
+    Type.Object({ origin: ChainOrigin, retracted: Type.String({ description: "routing key of the fact" }) }),
+  ),
+} as const;

@@ -1,0 +1,185 @@
+import Type from "typebox";
+import {
+  AuctionStatus,
+  Bytes,
+  Caller,
+  DateTime,
+  FileHash,
+  Id,
+  MaybeCaller,
+  Nullable,
+  PermissionRole,
+  ProjectStatus,
+} from "./common.ts";
+import { defineEvent, defineRpc } from "./message.ts";
+
+/** A project as returned (ProjectDTO), with the chain-derived flags the platform adds. */
+export const ProjectDto = Type.Object(
+  {
+    projectID: Id,
+    projectName: Type.String(),
+    date: Nullable(DateTime),
+    isAuctionCreated: Type.Boolean(),
+    isAuctionStarted: Type.Boolean(),
+    auctionStatus: Nullable(AuctionStatus),
+    projectDescription: Nullable(Type.String()),
+    imageUrl: Nullable(Type.String({ description: "IPFS path of the image" })),
+    rating: Type.Number(),
+    status: ProjectStatus,
+    markDown: Type.String(),
+    fileHash: Type.String(),
+    proposerAddress: Nullable(Type.String()),
+    viewerAccepted: Type.Boolean(),
+    viewerAcceptedAddress: Nullable(Type.String()),
+    fileHex: Type.Optional(Type.String({ description: "the project file as hex, when asked for withHex" })),
+  },
+  { $id: "ProjectDTO" },
+);
+
+/** Project data sent by a client for Add and Update. */
+export const ProjectRequest = Type.Object(
+  {
+    projectID: Type.Optional(Type.Integer()),
+    projectName: Type.String({ minLength: 1, maxLength: 200 }),
+    date: Type.Optional(Nullable(Type.String())),
+    projectDescription: Type.Optional(Nullable(Type.String({ maxLength: 20_000 }))),
+    imageUrl: Type.Optional(Nullable(Type.String({ description: "optional image as hex" }))),
+    markDown: Type.Optional(Type.String()),
+    fileHex: Type.Optional(Type.String({ description: "hexadecimal content of the project file" })),
+  },
+  { $id: "ProjectRequest" },
+);
+
+export const ProjectTemplateDto = Type.Object(
+  { projectID: Id, projectName: Type.String(), abstract: Type.String(), projectDetails: Type.String() },
+  { $id: "ProjectTemplateDTO" },
+);
+
+export const ProjectPermission = Type.Object(
+  {
+    id: Id,
+    projectID: Id,
+    userID: Id,
+    role: PermissionRole,
+    isAccepted: Type.Boolean(),
+  },
+  { $id: "ProjectPermission" },
+);
+
+export const ProjectPermissionRequest = Type.Object(
+  {
+    projectID: Id,
+    username: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+    role: Type.Optional(PermissionRole),
+    isAccepted: Type.Optional(Type.Boolean()),
+  },
+  { $id: "ProjectPermissionRequest" },
+);
+
+export const Rating = Type.Object(
+  { id: Id, projectID: Id, userID: Id, rate: Type.Number({ minimum: 0, maximum: 5 }) },
+  { $id: "Rating" },
+);
+
+/**
+ * What the projects service receives for Add and Update: the fields of a ProjectRequest, with the
+ * file and image already decoded from hex by the gateway, so they travel as bytes.
+ */
+export const ProjectWrite = Type.Object({
+  projectID: Type.Optional(Type.Integer()),
+  projectName: Type.String({ minLength: 1, maxLength: 200 }),
+  projectDescription: Nullable(Type.String({ maxLength: 20_000 })),
+  markDown: Nullable(Type.String()),
+  file: Nullable(Bytes),
+  image: Nullable(Bytes),
+});
+
+const ProjectList = Type.Array(ProjectDto);
+const ById = Type.Object({ caller: MaybeCaller, id: Type.Integer() });
+const ByIdSigned = Type.Object({ caller: Caller, id: Type.Integer() });
+const Done = Type.Null();
+
+export const ProjectsRpc = {
+  list: defineRpc("projects.project.list", {
+    request: Type.Object({ caller: MaybeCaller, withHex: Type.Boolean() }),
+    response: ProjectList,
+  }),
+  get: defineRpc("projects.project.get", { request: ById, response: ProjectDto }),
+  add: defineRpc("projects.project.add", {
+    request: Type.Object({ caller: Caller, project: ProjectWrite }),
+    response: ProjectDto,
+    timeoutMs: 60_000,
+  }),
+  update: defineRpc("projects.project.update", {
+    request: Type.Object({ caller: Caller, project: ProjectWrite }),
+    response: ProjectDto,
+    timeoutMs: 60_000,
+  }),
+  delete: defineRpc("projects.project.delete", { request: ByIdSigned, response: Done }),
+  rate: defineRpc("projects.project.rate", {
+    request: Type.Object({ caller: Caller, id: Type.Integer(), rating: Type.Number() }),
+    response: ProjectDto,
+  }),
+  byStatus: defineRpc("projects.project.by-status", {
+    request: Type.Object({ caller: MaybeCaller, status: ProjectStatus }),
+    response: ProjectList,
+  }),
+  syncStatus: defineRpc("projects.project.sync-status", { request: ByIdSigned, response: ProjectDto }),
+  updateMarkdown: defineRpc("projects.project.update-markdown", {
+    request: Type.Object({ caller: Caller, id: Type.Integer(), markDown: Type.String() }),
+    response: ProjectDto,
+  }),
+  listPermissioned: defineRpc("projects.project.list-permissioned", {
+    request: Type.Object({ caller: Caller, withHex: Type.Boolean() }),
+    response: ProjectList,
+  }),
+  listInvited: defineRpc("projects.project.list-invited", {
+    request: Type.Object({ caller: Caller }),
+    response: ProjectList,
+  }),
+  top: defineRpc("projects.project.top", {
+    request: Type.Object({ caller: MaybeCaller, count: Type.Integer() }),
+    response: ProjectList,
+  }),
+  hashes: defineRpc("projects.project.hashes", {
+    request: Type.Object({ caller: Caller, onlyAuctionsStarted: Type.Boolean() }),
+    response: Type.Array(Type.String()),
+  }),
+  viewerReply: defineRpc("projects.project.viewer-reply", {
+    request: Type.Object({ caller: Caller, id: Type.Integer(), reply: Type.Boolean() }),
+    response: Nullable(ProjectDto),
+  }),
+  viewerQueue: defineRpc("projects.project.viewer-queue", {
+    request: Type.Object({ caller: Caller }),
+    response: ProjectList,
+  }),
+  syncAuction: defineRpc("projects.project.sync-auction", { request: ByIdSigned, response: ProjectDto }),
+  invite: defineRpc("projects.permission.invite", {
+    request: Type.Object({ caller: Caller, request: ProjectPermissionRequest }),
+    response: Type.String({ description: "id of the new invitation" }),
+  }),
+  reply: defineRpc("projects.permission.reply", {
+    request: Type.Object({ caller: Caller, request: ProjectPermissionRequest }),
+    response: Done,
+  }),
+  coOwners: defineRpc("projects.permission.co-owners", {
+    request: Type.Object({ caller: Caller, projectID: Type.Integer() }),
+    response: Type.Array(Type.Unknown({ description: "UserDTO" })),
+  }),
+  removeCollaborator: defineRpc("projects.permission.remove", {
+    request: Type.Object({ caller: Caller, request: ProjectPermissionRequest }),
+    response: Done,
+  }),
+  pendingInvitations: defineRpc("projects.permission.pending-of-user", {
+    request: Type.Object({ userId: Id }),
+    response: Type.Array(ProjectPermission),
+  }),
+} as const;
+
+export const ProjectsEvents = {
+  created: defineEvent(
+    "projects.project.created",
+    Type.Object({ projectId: Id, fileHash: FileHash, ownerId: Id, projectName: Type.String() }),
+  ),
+  deleted: defineEvent("projects.project.deleted", Type.Object({ projectId: Id, fileHash: Type.String() })),
+} as const;

@@ -1,0 +1,100 @@
+import Type, { type Static, type TObject, type TProperties } from "typebox";
+import { Compile } from "typebox/compile";
+import Value from "typebox/value";
+
+/**
+ * Environment fragments, one name per thing across every service (architecture.md, "Running it").
+ * A service composes the fragments it needs plus its own variables and calls `loadEnv` once, in main.ts.
+ */
+export const DatabaseEnv = {
+  DATABASE_URL: Type.String({
+    default: "postgres://postgres@127.0.0.1:5432/fundraising",
+    pattern: "^postgres(ql)?://",
+    description: "PostgreSQL connection URL; each service uses its own schema in this database",
+  }),
+};
+export const AmqpEnv = {
+  AMQP_URL: Type.String({
+    default: "amqp://guest:guest@127.0.0.1:5672",
+    pattern: "^amqps?://",
+    description: "RabbitMQ connection URL (a vhost may follow the host)",
+  }),
+  AMQP_PREFETCH: Type.Integer({
+    default: 32,
+    minimum: 1,
+    maximum: 10_000,
+    description: "messages in flight per consumer",
+  }),
+  BUS_JOURNAL: Type.Boolean({
+    default: true,
+    description: "append every bus message to the replayable journal stream",
+  }),
+};
+export const RedisEnv = {
+  REDIS_URL: Type.String({
+    default: "redis://127.0.0.1:6379",
+    pattern: "^rediss?://",
+    description: "Redis URL",
+  }),
+  REDIS_PREFIX: Type.String({
+    default: "fr:",
+    description: "prefix of every Redis key this deployment writes",
+  }),
+};
+export const LogEnv = {
+  LOG_LEVEL: Type.Union(
+    ["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l)),
+    { default: "info", description: "pino log level" },
+  ),
+};
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join("\n  - ")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/**
+ * Reads `env` against the schema: converts strings to numbers and booleans, applies defaults, and throws
+ * one ConfigError naming every bad or missing variable. Values of variables are never echoed (secrets).
+ */
+export function loadEnv<P extends TProperties>(
+  properties: P,
+  env: Record<string, string | undefined> = process.env,
+): Readonly<Static<TObject<P>>> {
+  const schema = Type.Object(properties);
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(properties)) {
+    const value = env[key];
+    if (value !== undefined && value !== "") raw[key] = value;
+  }
+  const withDefaults = Value.Default(schema, raw) as Record<string, unknown>;
+  const converted = Value.Convert(schema, withDefaults);
+  const compiled = Compile(schema);
+  if (!compiled.Check(converted)) {
+    const problems = new Map<string, string>();
+    for (const error of compiled.Errors(converted)) {
+      const name = error.instancePath.replace(/^\//, "");
+      if (name === "") {
+        const missing = (error.params as { requiredProperties?: string[] }).requiredProperties ?? [];
+        for (const m of missing) problems.set(m, `${m} is required`);
+      } else if (!problems.has(name)) {
+        const description = (properties[name] as { description?: string } | undefined)?.description;
+        problems.set(name, `${name} ${error.message}${description ? ` (${description})` : ""}`);
+      }
+    }
+    throw new ConfigError([...problems.values()]);
+  }
+  return Object.freeze(converted) as Readonly<Static<TObject<P>>>;
+}
+
+/** Lists a schema's variables with defaults and descriptions, for .env.example and the README table. */
+export function describeEnv(
+  properties: TProperties,
+): { name: string; default: unknown; description: string }[] {
+  return Object.entries(properties).map(([name, schema]) => {
+    const s = schema as { default?: unknown; description?: string };
+    return { name, default: s.default, description: s.description ?? "" };
+  });
+}

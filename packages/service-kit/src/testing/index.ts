@@ -1,0 +1,2 @@
+export { silentLogger } from "../logger.ts";
+export { createTestDatabase, type TestDatabase } from "./database.ts";

@@ -1,0 +1,91 @@
+import { randomUUID } from "node:crypto";
+import cors from "@fastify/cors";
+import rateLimit from "@fastify/rate-limit";
+import type { Bus } from "@fundraise/bus";
+import { AuthRpc, ErrorCode, errors } from "@fundraise/protocol";
+import type { Logger } from "@fundraise/service-kit";
+import Fastify, { type FastifyInstance } from "fastify";
+import type { Redis } from "ioredis";
+import type { GatewayConfig } from "./config.ts";
+import { createTokenVerifier, registerAuth, type TokenVerifier } from "./plugins/auth.ts";
+import { registerErrorHandling } from "./plugins/error-handler.ts";
+import { registerMetrics } from "./plugins/metrics.ts";
+import { registerOpenApi } from "./plugins/openapi.ts";
+import { createRedisSessionStore } from "./plugins/sessions.ts";
+import { registerWireFormat } from "./plugins/wire.ts";
+import { registerAuthRoutes } from "./routes/auth.ts";
+import { registerEventDebugRoutes } from "./routes/event-debug.ts";
+import { registerHealthRoutes } from "./routes/health.ts";
+import { registerProjectRoutes } from "./routes/projects.ts";
+import { registerUserRoutes } from "./routes/users.ts";
+
+export interface GatewayDeps {
+  config: GatewayConfig;
+  bus: Bus;
+  redis: Redis;
+  log: Logger;
+  /** Tests may pass their own; by default tokens are checked against the auth service's JWKS. */
+  verifier?: TokenVerifier;
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** The gateway as an app: tests build it and `inject`; main.ts listens. */
+export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> {
+  const { config, bus, redis } = deps;
+  const app = Fastify({
+    loggerInstance: deps.log,
+    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true },
+    bodyLimit: config.http.bodyLimit,
+    trustProxy: config.trustProxy,
+    // A caller's request id travels on across every hop when it looks sane.
+    genReqId: (request) => {
+      const given = request.headers["x-request-id"];
+      return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    requestIdLogLabel: "requestId",
+    ajv: {
+      customOptions: { coerceTypes: true, useDefaults: true, removeAdditional: false, allErrors: false },
+    },
+  }) as unknown as FastifyInstance;
+  app.addHook("onSend", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+  });
+
+  registerErrorHandling(app);
+  registerMetrics(app);
+  await app.register(cors, { origin: config.corsOrigins, exposedHeaders: ["x-request-id", "x-error-code"] });
+  await app.register(rateLimit, {
+    global: true,
+    max: config.rateLimit.perMinute,
+    timeWindow: 60_000,
+    redis,
+    nameSpace: `${config.redis.prefix}rl:`,
+    // Redis trouble must not take the API down; readiness reports it.
+    skipOnError: true,
+    errorResponseBuilder: (_request, context) =>
+      errors.rateLimited(ErrorCode.RATE_LIMITED, `Too many requests; try again in ${context.after}.`),
+  });
+  await registerOpenApi(app, config.publicBaseUrl);
+  registerWireFormat(app);
+  registerAuth(
+    app,
+    deps.verifier ??
+      createTokenVerifier({
+        getJwks: async () => (await bus.call(AuthRpc.jwks, {})) as never,
+        issuer: config.jwt.issuer,
+        audience: config.jwt.audience,
+        sessions: createRedisSessionStore(redis, config.redis.prefix),
+      }),
+  );
+
+  registerHealthRoutes(app, { bus, redis });
+  registerAuthRoutes(app, bus, {
+    authPerMinute: config.rateLimit.authPerMinute,
+    publicAppUrl: config.publicAppUrl,
+  });
+  registerUserRoutes(app, bus);
+  registerProjectRoutes(app, bus, config.http.uploadBodyLimit);
+  registerEventDebugRoutes(app, bus);
+  return app;
+}

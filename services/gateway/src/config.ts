@@ -1,0 +1,65 @@
+import { AmqpEnv, LogEnv, loadEnv, RedisEnv } from "@fundraise/service-kit";
+import Type from "typebox";
+
+export const GatewayEnv = {
+  ...AmqpEnv,
+  ...RedisEnv,
+  ...LogEnv,
+  PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535, description: "gateway HTTP port" }),
+  HOST: Type.String({
+    default: "127.0.0.1",
+    description: "interface the gateway listens on (0.0.0.0 in containers)",
+  }),
+  PUBLIC_BASE_URL: Type.String({
+    default: "http://localhost:8080",
+    pattern: "^https?://",
+    description: "where the gateway is reached from outside (mail links)",
+  }),
+  PUBLIC_APP_URL: Type.String({
+    default: "",
+    description: "the web client's home page (verify-email redirect); PUBLIC_BASE_URL when empty",
+  }),
+  CORS_ORIGINS: Type.String({ default: "*", description: "comma-separated allowed origins, or *" }),
+  JWT_ISSUER: Type.String({ default: "fundraise-auth", description: "expected `iss` of access tokens" }),
+  JWT_AUDIENCE: Type.String({ default: "fundraise", description: "expected `aud` of access tokens" }),
+  RATE_LIMIT_PER_MINUTE: Type.Integer({
+    default: 600,
+    minimum: 1,
+    description: "requests per IP per minute",
+  }),
+  AUTH_RATE_LIMIT_PER_MINUTE: Type.Integer({
+    default: 30,
+    minimum: 1,
+    description: "GetNonce, Login and Register calls per IP per minute",
+  }),
+  BODY_LIMIT_BYTES: Type.Integer({ default: 1_048_576, minimum: 1024, description: "largest JSON body" }),
+  UPLOAD_BODY_LIMIT_BYTES: Type.Integer({
+    default: 33_554_432,
+    minimum: 1024,
+    description: "largest body of Project/Add and Project/Update (file and image as hex)",
+  }),
+  TRUST_PROXY: Type.Boolean({ default: false, description: "take the client IP from X-Forwarded-For" }),
+};
+
+export type GatewayConfig = ReturnType<typeof loadConfig>;
+
+export function loadConfig(env: Record<string, string | undefined> = process.env) {
+  const e = loadEnv(GatewayEnv, env);
+  return Object.freeze({
+    http: {
+      port: e.PORT,
+      host: e.HOST,
+      bodyLimit: e.BODY_LIMIT_BYTES,
+      uploadBodyLimit: e.UPLOAD_BODY_LIMIT_BYTES,
+    },
+    trustProxy: e.TRUST_PROXY,
+    publicBaseUrl: e.PUBLIC_BASE_URL,
+    publicAppUrl: e.PUBLIC_APP_URL || e.PUBLIC_BASE_URL,
+    corsOrigins: e.CORS_ORIGINS === "*" ? true : e.CORS_ORIGINS.split(",").map((o) => o.trim()),
+    jwt: { issuer: e.JWT_ISSUER, audience: e.JWT_AUDIENCE },
+    rateLimit: { perMinute: e.RATE_LIMIT_PER_MINUTE, authPerMinute: e.AUTH_RATE_LIMIT_PER_MINUTE },
+    amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },
+    redis: { url: e.REDIS_URL, prefix: e.REDIS_PREFIX },
+    log: { level: e.LOG_LEVEL },
+  });
+}

@@ -1,0 +1,166 @@
+import {
+  type Caller,
+  Caller as CallerSchema,
+  ErrorCode,
+  errors,
+  USER_ROLES,
+  type UserRole,
+  validatorOf,
+} from "@fundraise/protocol";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { createLocalJWKSet, type JSONWebKeySet, errors as joseErrors, jwtVerify } from "jose";
+import type { Static } from "typebox";
+
+/** Who may call a route: anyone (a token is used when valid), any signed-in user, or these roles. */
+export type Access = "anonymous" | "signed-in" | readonly UserRole[];
+
+declare module "fastify" {
+  interface FastifyRequest {
+    caller: Static<typeof CallerSchema> | null;
+  }
+  interface FastifyContextConfig {
+    access?: Access;
+  }
+}
+
+/** What the platform currently knows about a user's session, kept by the auth service in Redis. */
+export interface SessionState {
+  /** The user's current role; it overrides the token's claim, so a demotion acts at once. */
+  role?: UserRole;
+  /** Tokens issued before this (epoch seconds) are refused: deletion, role change, logout. */
+  revokedBefore?: number;
+}
+
+export interface SessionStore {
+  get(userId: number): Promise<SessionState>;
+}
+
+export interface TokenVerifier {
+  verify(token: string): Promise<Caller>;
+}
+
+const ALGORITHMS = ["ES256", "EdDSA"];
+const JWKS_REFRESH_MIN_INTERVAL_MS = 10_000;
+
+/**
+ * Verifies access tokens against the auth service's JWKS, fetched through `getJwks` and cached; an
+ * unknown `kid` (a rotated key) refetches at most every 10 s. Then applies the session state.
+ */
+export function createTokenVerifier(deps: {
+  getJwks: () => Promise<JSONWebKeySet>;
+  issuer: string;
+  audience: string;
+  sessions: SessionStore;
+}): TokenVerifier {
+  let keySet: ReturnType<typeof createLocalJWKSet> | undefined;
+  let fetchedAt = 0;
+  let fetching: Promise<void> | undefined;
+
+  const refresh = (force: boolean) => {
+    if (!force && keySet) return Promise.resolve();
+    if (force && Date.now() - fetchedAt < JWKS_REFRESH_MIN_INTERVAL_MS) return Promise.resolve();
+    fetching ??= deps
+      .getJwks()
+      .then((jwks) => {
+        keySet = createLocalJWKSet(jwks);
+        fetchedAt = Date.now();
+      })
+      .finally(() => {
+        fetching = undefined;
+      });
+    return fetching;
+  };
+
+  const verifyOnce = async (token: string) => {
+    if (!keySet) throw errors.unauthenticated(ErrorCode.TOKEN_INVALID, "No signing keys are known.");
+    const { payload } = await jwtVerify(token, keySet, {
+      issuer: deps.issuer,
+      audience: deps.audience,
+      algorithms: ALGORITHMS,
+    });
+    return payload;
+  };
+
+  return {
+    async verify(token) {
+      await refresh(false);
+      let payload: Awaited<ReturnType<typeof verifyOnce>>;
+      try {
+        payload = await verifyOnce(token);
+      } catch (error) {
+        if (!(error instanceof joseErrors.JWKSNoMatchingKey)) throw invalidToken(error);
+        await refresh(true);
+        payload = await verifyOnce(token).catch((e: unknown) => {
+          throw invalidToken(e);
+        });
+      }
+      const caller = {
+        userId: Number(payload.sub),
+        username: payload.unique_name,
+        address: payload.address,
+        role: payload.role,
+      };
+      if (!validatorOf(CallerSchema).check(caller)) {
+        throw errors.unauthenticated(ErrorCode.TOKEN_INVALID, "The token's claims are incomplete.");
+      }
+      const session = await deps.sessions.get(caller.userId);
+      if (session.revokedBefore !== undefined && (payload.iat ?? 0) < session.revokedBefore) {
+        throw errors.unauthenticated(
+          ErrorCode.TOKEN_REVOKED,
+          "This token is no longer valid; sign in again.",
+        );
+      }
+      if (session.role && USER_ROLES.includes(session.role)) caller.role = session.role;
+      return caller;
+    },
+  };
+}
+
+function invalidToken(cause: unknown) {
+  if (cause instanceof joseErrors.JWTExpired) {
+    return errors.unauthenticated(ErrorCode.TOKEN_INVALID, "The token has expired; sign in again.", {
+      cause,
+    });
+  }
+  return errors.unauthenticated(ErrorCode.TOKEN_INVALID, "The token is not valid.", { cause });
+}
+
+/** The web client sends these when nobody is signed in; they mean "anonymous", not "bad token". */
+const ANONYMOUS_BEARERS = new Set(["", "undefined", "null"]);
+
+function bearerOf(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (!header) return undefined;
+  const match = /^\s*bearer\s*(.*)$/i.exec(header);
+  if (!match) return header.trim() === "" ? undefined : header.trim();
+  const token = (match[1] ?? "").trim();
+  return ANONYMOUS_BEARERS.has(token.toLowerCase()) ? undefined : token;
+}
+
+/**
+ * Sets `request.caller` and enforces the route's access rule: 401 without a valid token where one is
+ * needed, 403 for a role the route does not admit. On anonymous routes a bad token is ignored.
+ */
+export function registerAuth(app: FastifyInstance, verifier: TokenVerifier): void {
+  app.decorateRequest("caller", null);
+  app.addHook("onRequest", async (request) => {
+    // Routes without a rule (health, docs, metrics, not found) never look at tokens.
+    const access = request.routeOptions.config?.access;
+    if (access === undefined) return;
+    const token = bearerOf(request);
+    if (token === undefined) {
+      if (access !== "anonymous") throw errors.unauthenticated(ErrorCode.TOKEN_MISSING, "Sign in first.");
+      return;
+    }
+    try {
+      request.caller = await verifier.verify(token);
+    } catch (error) {
+      if (access === "anonymous") return;
+      throw error;
+    }
+    const role = request.caller.role;
+    if (Array.isArray(access) && !access.includes(role)) {
+      throw errors.forbidden(ErrorCode.ROLE_FORBIDDEN, `This needs the role ${access.join(" or ")}.`);
+    }
+  });
+}

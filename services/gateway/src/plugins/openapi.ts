@@ -1,0 +1,29 @@
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import type { FastifyInstance } from "fastify";
+
+/** The OpenAPI document is generated from the same route schemas that validate requests. */
+export async function registerOpenApi(app: FastifyInstance, publicBaseUrl: string): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.0.3",
+      info: {
+        title: "Project Fundraising Service",
+        description:
+          "Every answer is the envelope `{data, success, message}`. Routes match case-insensitively, " +
+          "with or without a trailing slash; request bodies match field names case-insensitively.",
+        version: "1.0.0",
+      },
+      servers: [{ url: publicBaseUrl }],
+      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } },
+      tags: [
+        { name: "Authentication" },
+        { name: "User" },
+        { name: "Project" },
+        { name: "EventDebug" },
+        { name: "Operations" },
+      ],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: "/docs" });
+}

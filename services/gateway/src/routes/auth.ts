@@ -1,0 +1,98 @@
+import type { Bus } from "@fundraise/bus";
+import { Address, AuthRpc, Jwks, UserLoginRequest, UserRegisterRequest } from "@fundraise/protocol";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import Type from "typebox";
+import { registerRpcRoute } from "./define.ts";
+import { NoInput } from "./params.ts";
+
+const tag = "Authentication";
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** A browser following the mail link gets a page that says what happened and goes home in ~3 s. */
+export function verifyEmailPage(message: string, appUrl: string): string {
+  const url = escapeHtml(appUrl);
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="3;url=${url}">
+<title>E-mail verification</title></head>
+<body><p>${escapeHtml(message)}</p><p>Returning to <a href="${url}">the home page</a>…</p></body></html>`;
+}
+
+const wantsHtml = (request: FastifyRequest) => {
+  const accept = request.headers.accept ?? "";
+  return accept.includes("text/html") && !accept.startsWith("application/json");
+};
+
+/** The Authentication controller (behaviour.md §2) and the public keys that verify its tokens. */
+export function registerAuthRoutes(
+  app: FastifyInstance,
+  bus: Bus,
+  options: { authPerMinute: number; publicAppUrl: string },
+): void {
+  const perMinute = options.authPerMinute;
+  const page = (reply: FastifyReply, message: string) =>
+    reply.type("text/html; charset=utf-8").send(verifyEmailPage(message, options.publicAppUrl));
+  registerRpcRoute(app, bus, {
+    method: "GET",
+    url: "/Authentication/GetNonce/:address",
+    tag,
+    summary: "A fresh single-use nonce for an address (5 minutes)",
+    access: "anonymous",
+    params: Type.Object({ address: Address }),
+    perMinute,
+    rpc: AuthRpc.nonce,
+    request: ({ params, ip }) => ({ address: params.address, origin: { ip } }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "POST",
+    url: "/Authentication/Login",
+    tag,
+    summary: "Sign in with a signed nonce (legacy `LOGIN: <nonce>`, EIP-4361, EIP-1271); data is the JWT",
+    access: "anonymous",
+    body: UserLoginRequest,
+    perMinute,
+    rpc: AuthRpc.login,
+    request: ({ body, ip }) => ({ login: body, origin: { ip } }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "POST",
+    url: "/Authentication/Register",
+    tag,
+    summary: "Create an account and send the verification e-mail; data is the new user's id",
+    access: "anonymous",
+    body: UserRegisterRequest,
+    perMinute,
+    status: 201,
+    rpc: AuthRpc.register,
+    request: ({ body, ip }) => ({ register: body, origin: { ip } }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "GET",
+    url: "/Authentication/verify-email",
+    tag,
+    summary: "Follow the e-mail verification link (HTML for browsers, envelope for JSON clients)",
+    access: "anonymous",
+    querystring: Type.Object({
+      email: Type.String({ minLength: 1, maxLength: 254 }),
+      token: Type.String({ minLength: 1, maxLength: 128 }),
+    }),
+    rpc: AuthRpc.verifyEmail,
+    request: ({ query }) => ({ email: query.email, token: query.token }),
+    send: (reply: FastifyReply, request: FastifyRequest, data: unknown) =>
+      wantsHtml(request) ? page(reply, String(data)) : undefined,
+    sendError: (reply, request, error) => (wantsHtml(request) ? page(reply, error.message) : undefined),
+  });
+  registerRpcRoute(app, bus, {
+    method: "GET",
+    url: "/.well-known/jwks.json",
+    tag,
+    summary: "Public keys that verify access tokens (JWKS)",
+    access: "anonymous",
+    querystring: NoInput,
+    rpc: AuthRpc.jwks,
+    response: Jwks,
+    request: () => ({}),
+    // Standard JWKS consumers expect the bare key set, not the envelope.
+    bare: true,
+  });
+}

@@ -1,0 +1,29 @@
+import { Address, ErrorCode, errors } from "@fundraise/protocol";
+import Type from "typebox";
+
+/** Path and query shapes shared by the route files. */
+export const Int32 = Type.Integer({ minimum: -2_147_483_648, maximum: 2_147_483_647 });
+export const IdParams = Type.Object({ id: Int32 });
+export const AddressParams = Type.Object({ address: Address });
+export const NoInput = Type.Object({});
+
+/** Decodes a hex string (optional `0x`) to bytes; anything else is the caller's 400. */
+export function hexToBytes(hex: string, field: string): Uint8Array {
+  const digits = hex.startsWith("0x") || hex.startsWith("0X") ? hex.slice(2) : hex;
+  if (digits.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(digits)) {
+    throw errors.validation(
+      ErrorCode.VALIDATION_FAILED,
+      `${field} must be a hexadecimal string of whole bytes.`,
+    );
+  }
+  return Uint8Array.from(Buffer.from(digits, "hex"));
+}
+
+/** Path segments match case-insensitively, as the routes do: `approved` is `Approved`. */
+export function oneOf<T extends string>(value: string, allowed: readonly T[], field: string): T {
+  const found = allowed.find((a) => a.toLowerCase() === value.toLowerCase());
+  if (!found) {
+    throw errors.validation(ErrorCode.VALIDATION_FAILED, `${field} must be one of ${allowed.join(", ")}.`);
+  }
+  return found;
+}

@@ -1,0 +1,204 @@
+import type { Bus } from "@fundraise/bus";
+import { PROJECT_STATUSES, ProjectRequest, ProjectsRpc } from "@fundraise/protocol";
+import type { FastifyInstance } from "fastify";
+import Type, { type Static } from "typebox";
+import { registerRpcRoute } from "./define.ts";
+import { hexToBytes, IdParams, Int32, NoInput, oneOf } from "./params.ts";
+
+const tag = "Project";
+
+/** Project data in: hex decoded here, at the edge, so the file travels on as bytes. */
+function toProjectWrite(body: Static<typeof ProjectRequest>) {
+  return {
+    ...(body.projectID === undefined ? {} : { projectID: body.projectID }),
+    projectName: body.projectName,
+    projectDescription: body.projectDescription ?? null,
+    markDown: body.markDown ?? null,
+    file: body.fileHex ? hexToBytes(body.fileHex, "fileHex") : null,
+    image: body.imageUrl ? hexToBytes(body.imageUrl, "imageUrl") : null,
+  };
+}
+
+/** The Project controller (spec "Project controller", behaviour.md §4). */
+export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBodyLimit: number): void {
+  const WithHexQuery = Type.Object({ withHex: Type.Optional(Type.Boolean()) });
+
+  registerRpcRoute(app, bus, {
+    method: "GET",
+    url: "/Project/Get/All",
+    tag,
+    summary: "Visible projects; withHex adds the file content as hex",
+    access: "anonymous",
+    querystring: WithHexQuery,
+    rpc: ProjectsRpc.list,
+    request: ({ caller, query }) => ({ caller, withHex: query.withHex ?? false }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "GET",
+    url: "/Project/Get/:id",
+    tag,
+    summary: "One visible project",
+    access: "anonymous",
+    params: IdParams,
+    rpc: ProjectsRpc.get,
+    request: ({ caller, params }) => ({ caller, id: params.id }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "PUT",
+    url: "/Project/Update",
+    tag,
+    summary: "Update a project (members)",
+    access: "signed-in",
+    body: ProjectRequest,
+    bodyLimit: uploadBodyLimit,
+    rpc: ProjectsRpc.update,
+    request: ({ caller, body }) => ({ caller, project: toProjectWrite(body) }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "DELETE",
+    url: "/Project/Delete/:id",
+    tag,
+    summary: "Delete a project (Admin or Owner) before its auction exists",
+    access: "signed-in",
+    params: IdParams,
+    rpc: ProjectsRpc.delete,
+    request: ({ caller, params }) => ({ caller, id: params.id }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "POST",
+    url: "/Project/Add",
+    tag,
+    summary: "Propose a project: its file (and image) go to IPFS",
+    access: "signed-in",
+    body: ProjectRequest,
+    bodyLimit: uploadBodyLimit,
+    status: 201,
+    rpc: ProjectsRpc.add,
+    request: ({ caller, body }) => ({ caller, project: toProjectWrite(body) }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "PUT",
+    url: "/Project/Rate/:id/:rating",
+    tag,
+    summary: "Rate a project from 0 to 5",
+    access: "signed-in",
+    params: Type.Object({ id: Int32, rating: Type.Number() }),
+    rpc: ProjectsRpc.rate,
+    request: ({ caller, params }) => ({ caller, id: params.id, rating: params.rating }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "GET",
+    url: "/Project/GetByStatus/:status",
+    tag,
+    summary: "Visible projects with a status: Approved, Pending or Rejected",
+    access: "anonymous",
+    params: Type.Object({ status: Type.String({ maxLength: 32 }) }),
+    rpc: ProjectsRpc.byStatus,
+    request: ({ caller, params }) => ({ caller, status: oneOf(params.status, PROJECT_STATUSES, "status") }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "PUT",
+    url: "/Project/ChangeStatus/:id",
+    tag,
+    summary: "Re-derive the status from the chain's ProjectEvaluation now",
+    access: "signed-in",
+    params: IdParams,
+    rpc: ProjectsRpc.syncStatus,
+    request: ({ caller, params }) => ({ caller, id: params.id }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "PUT",
+    url: "/Project/UpdateMarkDown/:id/:markdown",
+    tag,
+    summary: "Replace the markdown; a JSON body {markDown} wins over the path",
+    access: "signed-in",
+    params: Type.Object({ id: Int32, markdown: Type.String() }),
+    body: Type.Optional(Type.Union([Type.Null(), Type.Object({ markDown: Type.Optional(Type.String()) })])),
+    bodyLimit: uploadBodyLimit,
+    rpc: ProjectsRpc.updateMarkdown,
+    request: ({ caller, params, body }) => ({
+      caller,
+      id: params.id,
+      markDown: body?.markDown ?? params.markdown,
+    }),
+  });
+  for (const url of ["/Project/GetAllPermissioned/:withHex", "/Project/GetAllPermissioned"]) {
+    registerRpcRoute(app, bus, {
+      method: "GET",
+      url,
+      tag,
+      summary: "Projects where the caller is an accepted member",
+      access: "signed-in",
+      params: Type.Object({ withHex: Type.Optional(Type.Boolean()) }),
+      rpc: ProjectsRpc.listPermissioned,
+      request: ({ caller, params }) => ({ caller, withHex: params.withHex ?? false }),
+    });
+  }
+  registerRpcRoute(app, bus, {
+    method: "GET",
+    url: "/Project/GetAllInvitations",
+    tag,
+    summary: "Projects where the caller has a pending invitation",
+    access: "signed-in",
+    querystring: NoInput,
+    rpc: ProjectsRpc.listInvited,
+    request: ({ caller }) => ({ caller }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "GET",
+    url: "/Project/GetProjects/:numberOfProjects",
+    tag,
+    summary: "The top N visible projects by rating (N ≤ 100)",
+    access: "anonymous",
+    params: Type.Object({ numberOfProjects: Int32 }),
+    rpc: ProjectsRpc.top,
+    request: ({ caller, params }) => ({ caller, count: params.numberOfProjects }),
+  });
+  for (const url of ["/Project/GetAllHashes/:areOnlyAuctionsStarted", "/Project/GetAllHashes"]) {
+    registerRpcRoute(app, bus, {
+      method: "GET",
+      url,
+      tag,
+      summary: "File hashes: of started auctions (signed in), or all (admin)",
+      access: "signed-in",
+      params: Type.Object({ areOnlyAuctionsStarted: Type.Optional(Type.Boolean()) }),
+      rpc: ProjectsRpc.hashes,
+      request: ({ caller, params }) => ({
+        caller,
+        onlyAuctionsStarted: params.areOnlyAuctionsStarted ?? false,
+      }),
+    });
+  }
+  registerRpcRoute(app, bus, {
+    method: "PUT",
+    url: "/Project/ViewerReply/:id/:reply",
+    tag,
+    summary: "A viewer accepts (true) or rejects (false) a proposal",
+    access: ["Viewer", "Admin"],
+    params: Type.Object({ id: Int32, reply: Type.Boolean() }),
+    rpc: ProjectsRpc.viewerReply,
+    request: ({ caller, params }) => ({ caller, id: params.id, reply: params.reply }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "GET",
+    url: "/Project/ViewerPage/GetAll",
+    tag,
+    summary: "Projects awaiting a viewer (Viewer, Admin)",
+    access: ["Viewer", "Admin"],
+    querystring: NoInput,
+    rpc: ProjectsRpc.viewerQueue,
+    request: ({ caller }) => ({ caller }),
+  });
+  for (const url of ["/Project/CreateAuction/:id", "/Project/StartAuction/:id"]) {
+    registerRpcRoute(app, bus, {
+      method: "PUT",
+      url,
+      tag,
+      summary: "Re-read the project's auction flags from the chain index now (members)",
+      access: "signed-in",
+      params: IdParams,
+      rpc: ProjectsRpc.syncAuction,
+      request: ({ caller, params }) => ({ caller, id: params.id }),
+    });
+  }
+}

@@ -1,0 +1,129 @@
+import type { Bus } from "@fundraise/bus";
+import { ProjectPermissionRequest, ProjectsRpc, UserDto, UsersRpc, UserUpdate } from "@fundraise/protocol";
+import type { FastifyInstance } from "fastify";
+import Type from "typebox";
+import { registerRpcRoute } from "./define.ts";
+import { IdParams, Int32, NoInput } from "./params.ts";
+
+const tag = "User";
+
+/** The User controller (spec "User controller", behaviour.md §3). */
+export function registerUserRoutes(app: FastifyInstance, bus: Bus): void {
+  registerRpcRoute(app, bus, {
+    method: "GET",
+    url: "/user/get",
+    tag,
+    summary: "The caller's own user, with pending invitations",
+    access: "signed-in",
+    rpc: UsersRpc.get,
+    request: ({ caller }) => ({ caller }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "PUT",
+    url: "/user/update",
+    tag,
+    summary: "Update the caller's name, surname, username or e-mail",
+    access: "signed-in",
+    body: Type.Intersect([UserUpdate, Type.Object({}, { additionalProperties: true })]),
+    rpc: UsersRpc.update,
+    request: ({ caller, body }) => ({
+      caller,
+      user: {
+        name: body.name ?? null,
+        surname: body.surname ?? null,
+        username: body.username ?? null,
+        mailAddress: body.mailAddress ?? null,
+      },
+    }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "DELETE",
+    url: "/user/delete",
+    tag,
+    summary: "Delete the caller's own account",
+    access: "signed-in",
+    rpc: UsersRpc.deleteSelf,
+    request: ({ caller }) => ({ caller }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "DELETE",
+    url: "/user/deleteuser/:id",
+    tag,
+    summary: "Delete a user account (admin)",
+    access: ["Admin"],
+    params: IdParams,
+    rpc: UsersRpc.delete,
+    request: ({ caller, params }) => ({ caller, id: params.id }),
+  });
+  registerRpcRoute(app, bus, {
+    method: ["POST", "PUT"],
+    url: "/user/invite",
+    tag,
+    summary: "Invite a user to a project (Owner or Co-Owner)",
+    access: "signed-in",
+    body: ProjectPermissionRequest,
+    rpc: ProjectsRpc.invite,
+    status: 201,
+    request: ({ caller, body }) => ({ caller, request: body }),
+  });
+  registerRpcRoute(app, bus, {
+    method: ["PUT", "POST"],
+    url: "/user/invitationreply",
+    tag,
+    summary: "Accept or decline a project invitation",
+    access: "signed-in",
+    body: ProjectPermissionRequest,
+    rpc: ProjectsRpc.reply,
+    request: ({ caller, body }) => ({ caller, request: body }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "GET",
+    url: "/user/getall",
+    tag,
+    summary: "All users (admin)",
+    access: ["Admin"],
+    rpc: UsersRpc.list,
+    request: ({ caller }) => ({ caller }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "GET",
+    url: "/user/learnusercount",
+    tag,
+    summary: "Number of verified users",
+    access: "anonymous",
+    querystring: NoInput,
+    rpc: UsersRpc.count,
+    request: () => ({}),
+  });
+  registerRpcRoute(app, bus, {
+    method: "GET",
+    url: "/user/getcoowners/:projectID",
+    tag,
+    summary: "The project's Owner and Co-Owners (members, admin)",
+    access: "signed-in",
+    params: Type.Object({ projectID: Int32 }),
+    rpc: ProjectsRpc.coOwners,
+    response: Type.Array(UserDto),
+    request: ({ caller, params }) => ({ caller, projectID: params.projectID }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "DELETE",
+    url: "/user/removecollab",
+    tag,
+    summary: "Remove a collaborator or pending invitation, or leave a project",
+    access: "signed-in",
+    body: ProjectPermissionRequest,
+    rpc: ProjectsRpc.removeCollaborator,
+    request: ({ caller, body }) => ({ caller, request: body }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "PATCH",
+    url: "/user/updaterole/:address/:role",
+    tag,
+    summary: "Set a user's role (admin)",
+    access: ["Admin"],
+    params: Type.Object({ address: Type.String({ maxLength: 64 }), role: Type.String({ maxLength: 32 }) }),
+    rpc: UsersRpc.updateRole,
+    request: ({ caller, params }) => ({ caller, address: params.address, role: params.role }),
+  });
+}

@@ -1,0 +1,77 @@
+import { randomBytes } from "node:crypto";
+import type { Bus } from "@fundraise/bus";
+import { createInMemoryBus } from "@fundraise/bus/testing";
+import { AuthRpc, type UserRole } from "@fundraise/protocol";
+import { silentLogger } from "@fundraise/service-kit/testing";
+import type { FastifyInstance } from "fastify";
+import { Redis } from "ioredis";
+import { exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
+import { buildGateway } from "../app.ts";
+import { loadConfig } from "../config.ts";
+
+export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+/** An ES256 key standing in for the auth service's signing key, with its JWKS. */
+export async function createTestSigner() {
+  const { privateKey, publicKey } = await generateKeyPair("ES256", { extractable: true });
+  const kid = randomBytes(8).toString("hex");
+  const jwk: JWK = { ...(await exportJWK(publicKey)), kid, alg: "ES256", use: "sig" };
+  return {
+    jwks: { keys: [jwk as Record<string, unknown>] },
+    async sign(
+      claims: { userId: number; role: UserRole; username?: string; address?: string },
+      options: { expiresIn?: string | number; issuedAt?: number; issuer?: string; audience?: string } = {},
+    ) {
+      const jwt = new SignJWT({
+        nameid: String(claims.userId),
+        unique_name: claims.username ?? `user${claims.userId}`,
+        role: claims.role,
+        family_name: "Tester",
+        address: claims.address ?? "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
+      })
+        .setProtectedHeader({ alg: "ES256", kid })
+        .setSubject(String(claims.userId))
+        .setIssuer(options.issuer ?? "fundraise-auth")
+        .setAudience(options.audience ?? "fundraise")
+        .setJti(randomBytes(8).toString("hex"))
+        .setExpirationTime(options.expiresIn ?? "2h");
+      if (options.issuedAt !== undefined) jwt.setIssuedAt(options.issuedAt);
+      else jwt.setIssuedAt();
+      return jwt.sign(privateKey);
+    },
+  };
+}
+
+export interface Harness {
+  app: FastifyInstance;
+  bus: ReturnType<typeof createInMemoryBus>;
+  redis: Redis;
+  prefix: string;
+  signer: Awaited<ReturnType<typeof createTestSigner>>;
+  close(): Promise<void>;
+}
+
+/** A gateway on the in-memory bus and the real Redis, under a key prefix of its own. */
+export async function createHarness(env: Record<string, string> = {}, bus?: Bus): Promise<Harness> {
+  const prefix = `test:${randomBytes(6).toString("hex")}:`;
+  const config = loadConfig({ REDIS_URL, REDIS_PREFIX: prefix, LOG_LEVEL: "silent", ...env });
+  const redis = new Redis(REDIS_URL, { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
+  const memoryBus = createInMemoryBus();
+  const signer = await createTestSigner();
+  await memoryBus.serve(AuthRpc.jwks, async () => signer.jwks);
+  const app = await buildGateway({ config, bus: bus ?? memoryBus, redis, log: silentLogger() });
+  await app.ready();
+  return {
+    app,
+    bus: memoryBus,
+    redis,
+    prefix,
+    signer,
+    async close() {
+      await app.close();
+      const keys = await redis.keys(`${prefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    },
+  };
+}

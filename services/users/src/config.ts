@@ -1,0 +1,14 @@
+import { AmqpEnv, DatabaseEnv, LogEnv, loadEnv } from "@fundraise/service-kit";
+
+export const UsersEnv = { ...DatabaseEnv, ...AmqpEnv, ...LogEnv };
+
+export type UsersConfig = ReturnType<typeof loadConfig>;
+
+export function loadConfig(env: Record<string, string | undefined> = process.env) {
+  const e = loadEnv(UsersEnv, env);
+  return Object.freeze({
+    db: { url: e.DATABASE_URL, schema: "users" },
+    amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },
+    log: { level: e.LOG_LEVEL },
+  });
+}

@@ -1,0 +1,26 @@
+import { defineEntity, p } from "@mikro-orm/core";
+
+/**
+ * A platform user. The wallet address is the identity (stored EIP-55, unique case-insensitively);
+ * username and e-mail are unique case-insensitively among users (see the migration's indexes).
+ */
+export const User = defineEntity({
+  name: "User",
+  tableName: "user",
+  properties: {
+    id: p.integer().primary().autoincrement(),
+    name: p.string().length(100),
+    surname: p.string().length(100),
+    address: p.string().length(42),
+    mailAddress: p.string().length(254).nullable(),
+    username: p.string().length(32),
+    role: p.string().length(16).default("Base"),
+    isVerified: p.boolean().default(false),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
+  },
+});
+export type User = InstanceType<typeof User.class>;
