@@ -42,10 +42,10 @@ export const RedisEnv = {
   }),
 };
 export const LogEnv = {
-  LOG_LEVEL: Type.Union(
-    ["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l)),
-    { default: "info", description: "pino log level" },
-  ),
+  LOG_LEVEL: Type.Enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
+    default: "info",
+    description: "pino log level",
+  }),
 };
 
 export class ConfigError extends Error {

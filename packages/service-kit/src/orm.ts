@@ -1,6 +1,7 @@
 import { type AnyEntity, type EntitySchema, MikroORM, type Options } from "@mikro-orm/core";
 import { type Migration, Migrator } from "@mikro-orm/migrations";
 import { PostgreSqlDriver } from "@mikro-orm/postgresql";
+import pg from "pg";
 import type { Logger } from "pino";
 
 export type Orm = MikroORM<PostgreSqlDriver>;
@@ -41,8 +42,29 @@ export async function createOrm(setup: OrmSetup): Promise<Orm> {
     logger: (message) => setup.log.debug({ orm: message }, "orm"),
   };
   const orm = await MikroORM.init<PostgreSqlDriver>(options);
-  await orm.em.getConnection().execute(`create schema if not exists "${setup.schema}"`);
-  const applied = await orm.migrator.up();
-  if (applied.length > 0) setup.log.info({ migrations: applied.map((m) => m.name) }, "migrations applied");
+  try {
+    await migrateExclusively(orm, setup);
+  } catch (error) {
+    await orm.close();
+    throw error;
+  }
   return orm;
+}
+
+/**
+ * Instances of a scaled service start together; an advisory lock per schema, held on a connection of
+ * its own for the whole run, lets exactly one migrate while the others wait and then find nothing to
+ * apply. If the process dies, Postgres drops the connection and with it the lock.
+ */
+async function migrateExclusively(orm: Orm, setup: OrmSetup): Promise<void> {
+  const lock = new pg.Client({ connectionString: setup.url });
+  await lock.connect();
+  try {
+    await lock.query("select pg_advisory_lock(hashtext($1))", [`migrate:${setup.schema}`]);
+    await lock.query(`create schema if not exists "${setup.schema.replaceAll('"', '""')}"`);
+    const applied = await orm.migrator.up();
+    if (applied.length > 0) setup.log.info({ migrations: applied.map((m) => m.name) }, "migrations applied");
+  } finally {
+    await lock.end();
+  }
 }

@@ -4,7 +4,12 @@ import rateLimit from "@fastify/rate-limit";
 import type { Bus } from "@fundraise/bus";
 import { AuthRpc, ErrorCode, errors } from "@fundraise/protocol";
 import type { Logger } from "@fundraise/service-kit";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  LogController,
+} from "fastify";
 import type { Redis } from "ioredis";
 import type { GatewayConfig } from "./config.ts";
 import { createTokenVerifier, registerAuth, type TokenVerifier } from "./plugins/auth.ts";
@@ -30,6 +35,16 @@ export interface GatewayDeps {
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
+/** One log line per request (on completion), with the id under `requestId` as on every other hop. */
+class RequestLog extends LogController {
+  constructor() {
+    super({ requestIdLogLabel: "requestId" });
+  }
+  override incomingRequest(request: FastifyRequest, _reply: FastifyReply): void {
+    request.log.debug({ method: request.method, url: request.url }, "incoming request");
+  }
+}
+
 /** The gateway as an app: tests build it and `inject`; main.ts listens. */
 export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> {
   const { config, bus, redis } = deps;
@@ -43,7 +58,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
       const given = request.headers["x-request-id"];
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    requestIdLogLabel: "requestId",
+    logController: new RequestLog(),
     ajv: {
       customOptions: { coerceTypes: true, useDefaults: true, removeAdditional: false, allErrors: false },
     },

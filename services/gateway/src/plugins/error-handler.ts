@@ -12,7 +12,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (appError.kind === "internal") {
       request.log.error({ err: error }, "request failed");
     } else if (appError.kind === "unavailable" || appError.kind === "timeout") {
-      request.log.warn({ err: appError, code: appError.code }, "dependency failed");
+      // Expected when a service is down or slow: the code says which; no stack needed.
+      request.log.warn(
+        { kind: appError.kind, code: appError.code, reason: appError.message },
+        "dependency failed",
+      );
     }
     return send(reply, appError);
   });
