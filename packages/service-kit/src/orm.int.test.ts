@@ -43,6 +43,6 @@ describe("createOrm", () => {
     await em.flush();
     expect(await orms[1]!.em.fork().count(Thing)).toBe(1);
     const rows = await orms[0]!.em.getConnection().execute(`select name from kit.mikro_orm_migrations`);
-    expect(rows.map((r: { name: string }) => r.name)).toEqual(["Migration1_things"]);
+    expect(rows.map((r) => (r as { name: string }).name)).toEqual(["Migration1_things"]);
   });
 });

@@ -1,0 +1,88 @@
+import type { EventDescriptor, PayloadOf, RequestOf, ResponseOf, RpcDescriptor } from "@fundraise/protocol";
+import type { Logger } from "pino";
+
+/** What a handler knows about the message it handles. */
+export interface MessageContext {
+  /** Travels across every hop; the gateway sets it per HTTP request. */
+  requestId: string;
+  messageId: string;
+  /** Epoch ms after which nobody waits for the answer (RPC only). */
+  deadline: number | undefined;
+  /** W3C trace context, carried in the `traceparent` header. */
+  traceparent: string | undefined;
+  /** Delivery attempt, 1 for the first (events only; RPC is always 1). */
+  attempt: number;
+  /** A child logger with service, requestId and message name bound. */
+  log: Logger;
+}
+
+export interface CallOptions {
+  /** Overrides the descriptor's timeout; the deadline travels with the request. */
+  timeoutMs?: number;
+  /**
+   * Absolute deadline (epoch ms), e.g. `ctx.deadline` of the request being handled: the call never waits
+   * past it, whatever its timeout.
+   */
+  deadline?: number;
+  requestId?: string;
+  traceparent?: string;
+}
+
+export interface PublishOptions {
+  requestId?: string;
+  /** Stable id for idempotent consumers; a fresh UUID when absent. */
+  messageId?: string;
+  traceparent?: string;
+}
+
+export interface SubscribeOptions {
+  /** Attempts before the message goes to the dead-letter queue (default 5). */
+  maxAttempts?: number;
+  /** First retry delay; doubles per attempt up to `maxRetryDelayMs` (defaults 1 s and 60 s). */
+  retryDelayMs?: number;
+  maxRetryDelayMs?: number;
+  /** Queue type of the subscription and its dead-letter queue (default quorum: replicated, delivery-limited). */
+  queueType?: "quorum" | "classic";
+  /** Unacknowledged messages in flight for this subscription (default: the bus's prefetch). */
+  prefetch?: number;
+}
+
+export type RpcHandler<D extends RpcDescriptor> = (
+  request: RequestOf<D>,
+  ctx: MessageContext,
+) => Promise<ResponseOf<D>>;
+
+export type EventHandler<D extends EventDescriptor> = (
+  payload: PayloadOf<D>,
+  ctx: MessageContext,
+) => Promise<void>;
+
+/**
+ * The platform's message bus. `call` throws an AppError (`unavailable` when no instance of the service
+ * runs or the broker is down, `timeout` past the deadline, or the kind the handler threw).
+ */
+export interface Bus {
+  call<D extends RpcDescriptor>(
+    descriptor: D,
+    request: RequestOf<D>,
+    options?: CallOptions,
+  ): Promise<ResponseOf<D>>;
+  /** Answer a descriptor's calls. Validates requests (and responses) against the descriptor's schemas. */
+  serve<D extends RpcDescriptor>(descriptor: D, handler: RpcHandler<D>): Promise<void>;
+  /** Publish a fact; resolves once the broker confirmed it. */
+  publish<D extends EventDescriptor>(
+    descriptor: D,
+    payload: PayloadOf<D>,
+    options?: PublishOptions,
+  ): Promise<void>;
+  /** Consume a fact on the durable queue `<consumer>.<event name>`, with retries and dead-lettering. */
+  subscribe<D extends EventDescriptor>(
+    consumer: string,
+    descriptor: D,
+    handler: EventHandler<D>,
+    options?: SubscribeOptions,
+  ): Promise<void>;
+  /** True while the broker connection is up. */
+  isConnected(): boolean;
+  close(): Promise<void>;
+}

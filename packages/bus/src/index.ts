@@ -1,0 +1,70 @@
+export { type AmqpBus, type AmqpBusOptions, createAmqpBus, failureHeaders } from "./amqp-bus.ts";
+export type * from "./bus.ts";
+export {
+  CBOR_CONTENT_TYPE,
+  containsBinary,
+  decodeBody,
+  type EncodedBody,
+  encodeBody,
+  JSON_CONTENT_TYPE,
+  toPrintable,
+} from "./codec.ts";
+export { type ConnectionState, redactUrl } from "./connection.ts";
+export {
+  errorReply,
+  Header,
+  MESSAGE_KINDS,
+  type MessageKind,
+  readReply,
+  successReply,
+} from "./headers.ts";
+export {
+  claimMessage,
+  type MessageKey,
+  PROCESSED_MESSAGE_DDL,
+  type ProcessOnceResult,
+  processedMessageDdl,
+  processOnce,
+  pruneProcessedMessages,
+} from "./idempotency.ts";
+export {
+  createOutboxRelay,
+  type EnqueueOptions,
+  enqueue,
+  OUTBOX_DDL,
+  type OutboxRelay,
+  type OutboxRelayOptions,
+  outboxChannelOf,
+  outboxDdl,
+} from "./outbox.ts";
+export {
+  type JournalRecord,
+  matchesFilter,
+  parseFrom,
+  type ReplayFilter,
+  type ReplayFrom,
+  type ReplayOptions,
+  type ReplaySummary,
+  replayJournal,
+  topicMatches,
+} from "./replay.ts";
+export {
+  DEFAULT_RETRY_POLICY,
+  decideFailure,
+  type FailureDecision,
+  isRetryableFailure,
+  type RetryPolicy,
+  resolveRetryPolicy,
+  retryDelay,
+  retryDelays,
+} from "./retry.ts";
+export type { SqlClient, SqlExecutor, SqlPool } from "./sql.ts";
+export {
+  deadLetterQueueOf,
+  Exchanges,
+  JOURNAL_QUEUE,
+  type QueueType,
+  retryQueueOf,
+  rpcQueueOf,
+  subscriptionQueueOf,
+} from "./topology.ts";

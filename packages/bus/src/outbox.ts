@@ -1,0 +1,284 @@
+import { randomUUID } from "node:crypto";
+import { type EventDescriptor, type PayloadOf, validatorOf } from "@fundraise/protocol";
+import pino, { type Logger } from "pino";
+import Type from "typebox";
+import type { Bus } from "./bus.ts";
+import { decodeBody, encodeBody } from "./codec.ts";
+import { checkSchema, type SqlClient, type SqlExecutor, type SqlPool } from "./sql.ts";
+
+/**
+ * DDL of the outbox; include it in the service's migrations. `seq` gives the publishing order (uuids do
+ * not sort by time); the payload is stored encoded, exactly as it will travel (JSON or CBOR bytes).
+ */
+export function outboxDdl(schema = "public"): string {
+  const s = checkSchema(schema);
+  return `CREATE TABLE IF NOT EXISTS ${s}.outbox (
+  id uuid PRIMARY KEY,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  event_name text NOT NULL,
+  payload bytea NOT NULL,
+  content_type text NOT NULL,
+  headers jsonb NOT NULL DEFAULT '{}'::jsonb,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  published_at timestamptz NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_unpublished_idx ON ${s}.outbox (seq) WHERE published_at IS NULL;
+CREATE INDEX IF NOT EXISTS outbox_published_at_idx ON ${s}.outbox (published_at) WHERE published_at IS NOT NULL;
+`;
+}
+
+export const OUTBOX_DDL = outboxDdl();
+
+/** The LISTEN/NOTIFY channel the relay wakes up on; enqueue notifies it (delivered at commit). */
+export const outboxChannelOf = (schema: string): string => `bus_outbox_${checkSchema(schema)}`;
+
+export interface EnqueueOptions {
+  schema?: string;
+  /** Defaults to a fresh UUID; it becomes the event's messageId, stable across relay retries. */
+  messageId?: string;
+  requestId?: string;
+  traceparent?: string;
+}
+
+/**
+ * Writes an event into the outbox within the caller's transaction (`executor` must be the transaction's
+ * connection): it is published after commit, and never if the transaction rolls back. Returns its messageId.
+ */
+export async function enqueue<D extends EventDescriptor>(
+  executor: SqlExecutor,
+  descriptor: D,
+  payload: PayloadOf<D>,
+  options: EnqueueOptions = {},
+): Promise<string> {
+  validatorOf(descriptor.payload).assert(payload, `${descriptor.name} event`);
+  const schema = checkSchema(options.schema ?? "public");
+  const id = options.messageId ?? randomUUID();
+  const { body, contentType } = encodeBody(payload);
+  const headers: Record<string, string> = {};
+  if (options.requestId !== undefined) headers.requestId = options.requestId;
+  if (options.traceparent !== undefined) headers.traceparent = options.traceparent;
+  await executor.query(
+    `INSERT INTO ${schema}.outbox (id, event_name, payload, content_type, headers) VALUES ($1, $2, $3, $4, $5)`,
+    [id, descriptor.name, body, contentType, JSON.stringify(headers)],
+  );
+  await executor.query("SELECT pg_notify($1, '')", [outboxChannelOf(schema)]);
+  return id;
+}
+
+export interface OutboxRelayOptions {
+  pool: SqlPool;
+  bus: Pick<Bus, "publish">;
+  schema?: string;
+  logger?: Logger;
+  /** Poll interval; with LISTEN/NOTIFY a commit wakes the relay at once (default 1000). */
+  intervalMs?: number;
+  /** Rows per transaction (default 100). */
+  batchSize?: number;
+  /** Keep published rows this long, for inspection; 0 deletes them when published (default 1 h). */
+  retainPublishedMs?: number;
+  /** Use LISTEN/NOTIFY when the pool's clients support it (default true). */
+  listen?: boolean;
+  /** Start polling at once (default true); tests drive `runOnce` instead. */
+  autoStart?: boolean;
+}
+
+export interface OutboxRelay {
+  /** One pass: publishes pending rows (in batches) until none is left; returns how many were published. */
+  runOnce(): Promise<number>;
+  start(): void;
+  /** Stops polling and waits for the pass under way. Idempotent. */
+  stop(): Promise<void>;
+}
+
+interface OutboxRow {
+  id: string;
+  event_name: string;
+  payload: Buffer;
+  content_type: string;
+  headers: { requestId?: string; traceparent?: string } | null;
+}
+
+/** Accepts any payload: it was validated by enqueue, before it was committed. */
+const anyPayload = (name: string): EventDescriptor => ({ type: "event", name, payload: Type.Unknown() });
+
+/**
+ * Publishes committed outbox rows in `seq` order and marks them published after the broker confirmed them.
+ * Rows are claimed with FOR UPDATE SKIP LOCKED, so several instances share the work without publishing a
+ * row twice while it is locked. A crash between confirm and commit republishes that row: the messageId is
+ * the row id, so idempotent consumers skip it.
+ */
+export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
+  const schema = checkSchema(options.schema ?? "public");
+  const log = (options.logger ?? pino({ level: "silent" })).child({ component: "outbox-relay", schema });
+  const intervalMs = options.intervalMs ?? 1000;
+  const batchSize = options.batchSize ?? 100;
+  const retainMs = options.retainPublishedMs ?? 3_600_000;
+  let running = false;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let pass: Promise<number> | undefined;
+  let again = false;
+  let listener: SqlClient | undefined;
+  let lastCleanup = 0;
+  let listenEnabled = options.listen ?? true;
+
+  /** One transaction: claims up to batchSize rows, publishes them, marks them. */
+  async function publishBatch(): Promise<{ published: number; more: boolean }> {
+    const client = await options.pool.connect();
+    let failed: unknown;
+    try {
+      await client.query("BEGIN");
+      const { rows } = await client.query(
+        `SELECT id, event_name, payload, content_type, headers FROM ${schema}.outbox
+         WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [batchSize],
+      );
+      const done: string[] = [];
+      for (const raw of rows) {
+        const row = raw as unknown as OutboxRow;
+        try {
+          const payload = decodeBody(row.payload, row.content_type);
+          await options.bus.publish(anyPayload(row.event_name), payload as never, {
+            messageId: row.id,
+            ...(row.headers?.requestId !== undefined ? { requestId: row.headers.requestId } : {}),
+            ...(row.headers?.traceparent !== undefined ? { traceparent: row.headers.traceparent } : {}),
+          });
+          done.push(row.id);
+        } catch (error) {
+          // Stop at the first failure: what follows stays pending, so the order is kept.
+          failed = error;
+          log.warn(
+            { err: error, event: row.event_name, messageId: row.id },
+            "outbox row not published; will retry",
+          );
+          break;
+        }
+      }
+      if (done.length > 0) {
+        const sql =
+          retainMs === 0
+            ? `DELETE FROM ${schema}.outbox WHERE id = ANY($1::uuid[])`
+            : `UPDATE ${schema}.outbox SET published_at = now() WHERE id = ANY($1::uuid[])`;
+        await client.query(sql, [done]);
+      }
+      await client.query("COMMIT");
+      const published = done.length;
+      if (published > 0) log.debug({ published }, "outbox rows published");
+      return { published, more: failed === undefined && rows.length === batchSize };
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  async function cleanup(): Promise<void> {
+    if (retainMs === 0 || Date.now() - lastCleanup < Math.min(retainMs, 60_000)) return;
+    lastCleanup = Date.now();
+    const client = await options.pool.connect();
+    try {
+      await client.query(
+        `DELETE FROM ${schema}.outbox WHERE published_at < now() - make_interval(secs => $1::double precision / 1000)`,
+        [retainMs],
+      );
+    } finally {
+      client.release();
+    }
+  }
+
+  function runOnce(): Promise<number> {
+    if (pass) {
+      // A notification during a pass may concern rows that pass did not see: run once more after it.
+      again = true;
+      return pass;
+    }
+    pass = (async () => {
+      let total = 0;
+      do {
+        again = false;
+        let more = true;
+        // Batch after batch, each on a connection released before the next: never more than one held.
+        while (more && !stopped) {
+          const batch = await publishBatch();
+          total += batch.published;
+          more = batch.more;
+        }
+      } while (again && !stopped);
+      await cleanup();
+      return total;
+    })().finally(() => {
+      pass = undefined;
+    });
+    return pass;
+  }
+
+  async function ensureListener(): Promise<void> {
+    if (listener || stopped || !listenEnabled) return;
+    let client: SqlClient | undefined;
+    try {
+      client = await options.pool.connect();
+      const own = client;
+      if (!own.on) {
+        own.release();
+        listenEnabled = false;
+        return;
+      }
+      own.on("notification", () => wake());
+      own.on("error", (error: Error) => {
+        log.warn({ err: error }, "outbox LISTEN connection failed; polling until it is back");
+        if (listener === own) listener = undefined;
+        own.release(error);
+      });
+      await own.query(`LISTEN ${outboxChannelOf(schema)}`);
+      listener = own;
+    } catch (error) {
+      log.warn({ err: error }, "outbox LISTEN unavailable; polling");
+      client?.release(error instanceof Error ? error : true);
+    }
+  }
+
+  function wake(): void {
+    if (!running || stopped) return;
+    void tick();
+  }
+
+  async function tick(): Promise<void> {
+    clearTimeout(timer);
+    try {
+      await ensureListener();
+      await runOnce();
+    } catch (error) {
+      log.warn({ err: error }, "outbox pass failed; will retry");
+    }
+    if (running && !stopped) timer = setTimeout(() => void tick(), intervalMs);
+  }
+
+  const relay: OutboxRelay = {
+    runOnce,
+    start() {
+      if (running || stopped) return;
+      running = true;
+      void tick();
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      running = false;
+      clearTimeout(timer);
+      await pass?.catch(() => undefined);
+      if (listener) {
+        const own = listener;
+        listener = undefined;
+        try {
+          await own.query(`UNLISTEN ${outboxChannelOf(schema)}`);
+        } catch {
+          // The connection is being dropped anyway.
+        }
+        own.release();
+      }
+    },
+  };
+  if (options.autoStart ?? true) relay.start();
+  return relay;
+}

@@ -1,0 +1,2 @@
+export { createInMemoryBus } from "./in-memory-bus.ts";
+export { createTestVhost, type TestVhost, waitFor } from "./vhost.ts";

@@ -1,0 +1,66 @@
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+const RABBITMQCTL = process.env.RABBITMQCTL ?? "rabbitmqctl";
+
+async function rabbitmqctl(...args: string[]): Promise<string> {
+  const { stdout } = await run(RABBITMQCTL, ["-q", ...args], { timeout: 30_000 });
+  return stdout;
+}
+
+export interface TestVhost {
+  /** The broker URL with this vhost, e.g. amqp://guest:guest@127.0.0.1:5672/bus_test_1a2b3c4d. */
+  url: string;
+  vhost: string;
+  /** Forcibly closes every client connection of this vhost only (`rabbitmqctl close_all_connections -p`). */
+  dropConnections(reason?: string): Promise<void>;
+  /** Revokes the guest user's access: reconnects fail until allowAccess() (a broker that stays away). */
+  denyAccess(): Promise<void>;
+  allowAccess(): Promise<void>;
+  /** Deletes the vhost and everything in it. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * A throwaway vhost for one test file: queues, exchanges and connections of parallel test files never
+ * meet. Needs `rabbitmqctl` (root, or the rabbitmq user). Base URL from AMQP_URL or the local default.
+ */
+export async function createTestVhost(prefix = "bus_test"): Promise<TestVhost> {
+  const vhost = `${prefix}_${randomBytes(4).toString("hex")}`;
+  await rabbitmqctl("add_vhost", vhost);
+  await rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
+  const base = new URL(process.env.AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672");
+  base.pathname = `/${encodeURIComponent(vhost)}`;
+  return {
+    url: base.toString(),
+    vhost,
+    async dropConnections(reason = "test") {
+      await rabbitmqctl("close_all_connections", "-p", vhost, reason);
+    },
+    async denyAccess() {
+      await rabbitmqctl("clear_permissions", "-p", vhost, "guest");
+    },
+    async allowAccess() {
+      await rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
+    },
+    async dispose() {
+      await rabbitmqctl("delete_vhost", vhost);
+    },
+  };
+}
+
+/** Polls `predicate` until it holds; rejects after `timeoutMs` with `what` in the message. */
+export async function waitFor(
+  predicate: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+  what = "condition",
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await predicate()) return;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}.`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

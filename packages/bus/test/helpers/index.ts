@@ -1,0 +1,85 @@
+import { randomBytes } from "node:crypto";
+import { Bytes, defineEvent, defineRpc } from "@fundraise/protocol";
+import pg from "pg";
+import pino, { type Logger } from "pino";
+import Type from "typebox";
+
+/** Silent unless LOG_LEVEL is set (e.g. LOG_LEVEL=debug pnpm --filter @fundraise/bus test). */
+export function testLogger(): Logger {
+  return pino({ level: process.env.LOG_LEVEL ?? "silent" });
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+const ADMIN_URL = process.env.PG_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+
+export interface TestDatabase {
+  name: string;
+  url: string;
+  pool: pg.Pool;
+  dispose(): Promise<void>;
+}
+
+/** A throwaway Postgres database for one test file, dropped by dispose(). */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const name = `bus_test_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  const pool = new pg.Pool({ connectionString: url.toString(), max: 8 });
+  return {
+    name,
+    url: url.toString(),
+    pool,
+    async dispose() {
+      await pool.end();
+      const cleanup = new pg.Client({ connectionString: ADMIN_URL });
+      await cleanup.connect();
+      try {
+        await cleanup.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await cleanup.end();
+      }
+    },
+  };
+}
+
+/** Descriptors used across the integration tests; `users.*` so they route to the `users.rpc` queue. */
+export const TestRpc = {
+  echo: defineRpc("users.test.echo", {
+    request: Type.Object({ text: Type.String({ maxLength: 100 }), delayMs: Type.Optional(Type.Integer()) }),
+    response: Type.Object({ text: Type.String(), requestId: Type.String() }),
+  }),
+  bytes: defineRpc("users.test.bytes", {
+    request: Type.Object({ file: Bytes, name: Type.String() }),
+    response: Type.Object({ reversed: Bytes, size: Type.Integer() }),
+  }),
+  fail: defineRpc("users.test.fail", {
+    request: Type.Object({ how: Type.String() }),
+    response: Type.Object({ ok: Type.Boolean() }),
+  }),
+  context: defineRpc("users.test.context", {
+    request: Type.Object({}),
+    response: Type.Object({
+      deadline: Type.Union([Type.Number(), Type.Null()]),
+      requestId: Type.String(),
+      traceparent: Type.Union([Type.String(), Type.Null()]),
+      attempt: Type.Integer(),
+    }),
+  }),
+  slow: defineRpc("users.test.slow", {
+    request: Type.Object({ ms: Type.Integer() }),
+    response: Type.Object({ waited: Type.Integer() }),
+  }),
+} as const;
+
+export const TestEvents = {
+  happened: defineEvent("users.test.happened", Type.Object({ n: Type.Integer() })),
+  uploaded: defineEvent("storage.test.uploaded", Type.Object({ name: Type.String(), file: Bytes })),
+} as const;

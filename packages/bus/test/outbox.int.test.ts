@@ -1,0 +1,226 @@
+import { randomUUID } from "node:crypto";
+import type pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type AmqpBus,
+  createAmqpBus,
+  createOutboxRelay,
+  enqueue,
+  outboxDdl,
+  processedMessageDdl,
+  processOnce,
+} from "../src/index.ts";
+import { createTestVhost, type TestVhost, waitFor } from "../src/testing/index.ts";
+import { createTestDatabase, sleep, type TestDatabase, TestEvents, testLogger } from "./helpers/index.ts";
+
+let vhost: TestVhost;
+let db: TestDatabase;
+let bus: AmqpBus;
+const log = testLogger();
+const delivered: { n: number; messageId: string; requestId: string }[] = [];
+const files: Uint8Array[] = [];
+
+async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const result = await work(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    await client.query("ROLLBACK");
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+beforeAll(async () => {
+  [vhost, db] = await Promise.all([createTestVhost(), createTestDatabase()]);
+  await db.pool.query("CREATE SCHEMA projects");
+  await db.pool.query(outboxDdl("projects"));
+  await db.pool.query(processedMessageDdl("projects"));
+  await db.pool.query("CREATE TABLE projects.project (id serial PRIMARY KEY, name text NOT NULL)");
+  await db.pool.query("CREATE TABLE projects.tally (id int PRIMARY KEY, total int NOT NULL)");
+  await db.pool.query("INSERT INTO projects.tally VALUES (1, 0)");
+  bus = await createAmqpBus({ url: vhost.url, service: "projects", logger: log });
+  await bus.subscribe("outbox-test", TestEvents.happened, async ({ n }, ctx) => {
+    delivered.push({ n, messageId: ctx.messageId, requestId: ctx.requestId });
+  });
+  await bus.subscribe("outbox-files", TestEvents.uploaded, async ({ file }) => {
+    files.push(file);
+  });
+});
+
+afterAll(async () => {
+  await bus?.close();
+  await db?.dispose();
+  await vhost?.dispose();
+});
+
+describe("outbox", () => {
+  it("publishes exactly the committed rows, in order, and marks them published", async () => {
+    const relay = createOutboxRelay({
+      pool: db.pool,
+      bus,
+      schema: "projects",
+      logger: log,
+      autoStart: false,
+    });
+    const committed = await transaction(db.pool, async (tx) => {
+      await tx.query("INSERT INTO projects.project (name) VALUES ('kept')");
+      const ids: string[] = [];
+      for (const n of [1, 2, 3]) {
+        ids.push(
+          await enqueue(tx, TestEvents.happened, { n }, { schema: "projects", requestId: `req-${n}` }),
+        );
+      }
+      return ids;
+    });
+    await expect(
+      transaction(db.pool, async (tx) => {
+        await tx.query("INSERT INTO projects.project (name) VALUES ('rolled back')");
+        await enqueue(tx, TestEvents.happened, { n: 99 }, { schema: "projects" });
+        throw new Error("business rule failed");
+      }),
+    ).rejects.toThrow("business rule failed");
+
+    expect(await relay.runOnce()).toBe(3);
+    await waitFor(() => delivered.length >= 3, 5000, "three events");
+    await sleep(300);
+    expect(delivered.map((d) => d.n)).toEqual([1, 2, 3]);
+    expect(delivered.map((d) => d.messageId)).toEqual(committed);
+    expect(delivered.map((d) => d.requestId)).toEqual(["req-1", "req-2", "req-3"]);
+    const { rows } = await db.pool.query(
+      "SELECT count(*)::int AS pending FROM projects.outbox WHERE published_at IS NULL",
+    );
+    expect(rows[0].pending).toBe(0);
+    const names = await db.pool.query("SELECT name FROM projects.project");
+    expect(names.rows).toEqual([{ name: "kept" }]);
+    // Nothing left: a second pass publishes nothing.
+    expect(await relay.runOnce()).toBe(0);
+    await relay.stop();
+  });
+
+  it("refuses an invalid payload inside the transaction", async () => {
+    await expect(
+      transaction(db.pool, (tx) =>
+        enqueue(tx, TestEvents.happened, { n: "x" } as never, { schema: "projects" }),
+      ),
+    ).rejects.toMatchObject({ kind: "validation" });
+  });
+
+  it("wakes on commit through LISTEN/NOTIFY and carries bytes", async () => {
+    // A poll interval far beyond the test: only the notification can make this publish in time.
+    const relay = createOutboxRelay({
+      pool: db.pool,
+      bus,
+      schema: "projects",
+      logger: log,
+      intervalMs: 60_000,
+    });
+    try {
+      await sleep(300);
+      await transaction(db.pool, (tx) =>
+        enqueue(
+          tx,
+          TestEvents.uploaded,
+          { name: "f", file: new Uint8Array([9, 8, 7]) },
+          { schema: "projects" },
+        ),
+      );
+      await waitFor(() => files.length === 1, 10_000, "the notified publish");
+      expect([...(files[0] ?? [])]).toEqual([9, 8, 7]);
+    } finally {
+      await relay.stop();
+    }
+  });
+
+  it("lets several relays share the outbox without publishing a row twice", async () => {
+    const start = delivered.length;
+    await transaction(db.pool, async (tx) => {
+      for (let n = 100; n < 140; n++) await enqueue(tx, TestEvents.happened, { n }, { schema: "projects" });
+    });
+    const relays = [1, 2, 3].map(() =>
+      createOutboxRelay({
+        pool: db.pool,
+        bus,
+        schema: "projects",
+        logger: log,
+        autoStart: false,
+        batchSize: 5,
+      }),
+    );
+    const counts = await Promise.all(relays.map((relay) => relay.runOnce()));
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(40);
+    await waitFor(() => delivered.length - start >= 40, 10_000, "forty events");
+    await sleep(300);
+    const ns = delivered.slice(start).map((d) => d.n);
+    expect(new Set(ns).size).toBe(40);
+    expect(ns).toHaveLength(40);
+    await Promise.all(relays.map((relay) => relay.stop()));
+  });
+});
+
+describe("processOnce", () => {
+  it("runs the work once per message key, in the caller's transaction", async () => {
+    const key = { consumer: "tally", messageKey: randomUUID() };
+    const add = (amount: number) =>
+      transaction(db.pool, (tx) =>
+        processOnce(
+          tx,
+          key,
+          async () => {
+            await tx.query("UPDATE projects.tally SET total = total + $1 WHERE id = 1", [amount]);
+            return amount;
+          },
+          { schema: "projects" },
+        ),
+      );
+    expect(await add(5)).toEqual({ duplicate: false, result: 5 });
+    expect(await add(5)).toEqual({ duplicate: true });
+    const { rows } = await db.pool.query("SELECT total FROM projects.tally WHERE id = 1");
+    expect(rows[0].total).toBe(5);
+  });
+
+  it("forgets the claim when the transaction rolls back, so a redelivery is processed", async () => {
+    const key = { consumer: "tally", messageKey: randomUUID() };
+    await expect(
+      transaction(db.pool, (tx) =>
+        processOnce(
+          tx,
+          key,
+          async () => {
+            throw new Error("handler failed");
+          },
+          { schema: "projects" },
+        ),
+      ),
+    ).rejects.toThrow("handler failed");
+    const retried = await transaction(db.pool, (tx) =>
+      processOnce(tx, key, async () => "done", { schema: "projects" }),
+    );
+    expect(retried).toEqual({ duplicate: false, result: "done" });
+  });
+
+  it("lets only one of two concurrent duplicates through", async () => {
+    const key = { consumer: "tally", messageKey: randomUUID() };
+    let runs = 0;
+    const attempt = () =>
+      transaction(db.pool, (tx) =>
+        processOnce(
+          tx,
+          key,
+          async () => {
+            runs++;
+            await sleep(200);
+            return runs;
+          },
+          { schema: "projects" },
+        ),
+      );
+    const results = await Promise.all([attempt(), attempt()]);
+    expect(runs).toBe(1);
+    expect(results.filter((r) => r.duplicate)).toHaveLength(1);
+  });
+});
