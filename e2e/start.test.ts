@@ -1,0 +1,98 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createTestVhost, type TestVhost } from "@fundraise/bus/testing";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+// The README's start command as a user runs it: the whole system as separate processes on a real
+// broker, database, Redis and local chain; only the ports, names and state folder are this run's own.
+const root = join(import.meta.dirname, "..");
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+let vhost: TestVhost;
+let start: ChildProcess;
+let output = "";
+let port: number;
+let chainPort: number;
+const database = `t_start_${randomBytes(5).toString("hex")}`;
+const stateDir = mkdtempSync(join(tmpdir(), "fundraise-start-"));
+
+beforeAll(async () => {
+  vhost = await createTestVhost("e2e");
+  [port, chainPort] = await Promise.all([freePort(), freePort()]);
+  start = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+    cwd: root,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      CHAIN_PORT: String(chainPort),
+      // A database that does not exist yet: start creates it.
+      DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
+      AMQP_URL: vhost.url,
+      REDIS_PREFIX: `test:${randomBytes(4).toString("hex")}:`,
+      LOCAL_STATE_DIR: stateDir,
+      LOG_LEVEL: "warn",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  start.stdout?.on("data", (chunk) => (output += chunk));
+  start.stderr?.on("data", (chunk) => (output += chunk));
+  const until = Date.now() + 150_000;
+  while (!output.includes(`Gateway: http://localhost:${port}`)) {
+    if (Date.now() > until || start.exitCode !== null) throw new Error(`start did not come up:\n${output}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+});
+
+afterAll(async () => {
+  if (start && start.exitCode === null) start.kill("SIGKILL");
+  await vhost?.dispose();
+  const admin = new pg.Client({ connectionString: "postgres://postgres@127.0.0.1:5432/postgres" });
+  await admin.connect();
+  await admin.query(`drop database if exists "${database}" with (force)`);
+  await admin.end();
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+describe("pnpm start", () => {
+  it("serves learnusercount through gateway → RabbitMQ → users → Postgres", async () => {
+    for (const path of ["/user/learnusercount", "/User/LearnUserCount/"]) {
+      const res = await fetch(`http://localhost:${port}${path}`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ data: 0, success: true, message: null });
+    }
+  });
+
+  it("answers 503 in the envelope for a service that is not running", async () => {
+    const res = await fetch(`http://localhost:${port}/Project/Get/All`);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ data: null, success: false });
+  });
+
+  it("runs a local chain with the platform deployed", async () => {
+    const res = await fetch(`http://127.0.0.1:${chainPort}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+    });
+    expect((await res.json()).result).toBe("0x7a69");
+  });
+
+  it("stops every process cleanly on Ctrl-C", async () => {
+    const exited = new Promise<number | null>((resolve) => start.once("exit", (code) => resolve(code)));
+    start.kill("SIGINT");
+    expect(await exited).toBe(0);
+    await expect(fetch(`http://localhost:${port}/healthz`)).rejects.toThrow();
+    await expect(fetch(`http://127.0.0.1:${chainPort}`, { method: "POST" })).rejects.toThrow();
+  });
+});
