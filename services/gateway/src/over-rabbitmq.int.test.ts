@@ -1,0 +1,67 @@
+import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
+import { createTestVhost, type TestVhost, waitFor } from "@fundraise/bus/testing";
+import { ChainRpc, UsersRpc } from "@fundraise/protocol";
+import { silentLogger } from "@fundraise/service-kit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHarness, type Harness } from "./test/harness.ts";
+
+// The gateway on the real broker, answered by a second process-like bus that serves stand-in handlers.
+let vhost: TestVhost;
+let gatewayBus: AmqpBus;
+let serviceBus: AmqpBus;
+let h: Harness;
+let count = 0;
+
+beforeAll(async () => {
+  vhost = await createTestVhost("gateway");
+  [gatewayBus, serviceBus] = await Promise.all([
+    createAmqpBus({ url: vhost.url, service: "gateway", logger: silentLogger(), maxReconnectDelayMs: 500 }),
+    createAmqpBus({ url: vhost.url, service: "stand-in", logger: silentLogger(), maxReconnectDelayMs: 500 }),
+  ]);
+  await serviceBus.serve(UsersRpc.count, async () => count);
+  await serviceBus.serve(ChainRpc.whitelisted, () => new Promise(() => {}));
+  h = await createHarness({}, gatewayBus);
+});
+
+afterAll(async () => {
+  await h?.close();
+  await Promise.all([gatewayBus?.close(), serviceBus?.close()]);
+  await vhost?.dispose();
+});
+
+const get = (url: string) => h.app.inject({ method: "GET", url });
+
+describe("the gateway over RabbitMQ", () => {
+  it("round-trips a route through the broker", async () => {
+    count = 3;
+    const res = await get("/user/learnusercount");
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ data: 3, success: true, message: null });
+  });
+
+  it("answers 503 at once for a service with no running instance", async () => {
+    const started = Date.now();
+    const res = await get("/EventDebug/Debug");
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toMatchObject({ success: false, data: null });
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("answers 504 when the service does not answer within the deadline", async () => {
+    const res = await get("/EventDebug/Whitelisted/0x5B38Da6a701c568545dCfcB03FcB875f56beddC4");
+    expect(res.statusCode).toBe(504);
+    expect(res.headers["x-error-code"]).toBe("RPC_TIMEOUT");
+  });
+
+  it("recovers without a restart when the broker drops every connection", async () => {
+    await vhost.dropConnections("test: connection loss");
+    // Meanwhile the gateway says so: 503, or readiness false, never a hang or a 500.
+    const during = await get("/user/learnusercount");
+    expect([200, 503]).toContain(during.statusCode);
+    await waitFor(async () => (await get("/user/learnusercount")).statusCode === 200, 20_000, "recovery");
+    await waitFor(() => gatewayBus.isConnected() && serviceBus.isConnected(), 20_000, "reconnection");
+    expect((await get("/readyz")).statusCode).toBe(200);
+    count = 4;
+    expect((await get("/user/learnusercount")).json()).toEqual({ data: 4, success: true, message: null });
+  });
+});
