@@ -85,7 +85,7 @@ describe("pnpm start", () => {
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
     });
-    expect((await res.json()).result).toBe("0x7a69");
+    expect(((await res.json()) as { result: string }).result).toBe("0x7a69");
   });
 
   it("stops every process cleanly on Ctrl-C", async () => {
