@@ -1,0 +1,52 @@
+/** The platform's contracts: generated ABIs and bytecode, event specs, deployment record and deploy function. */
+export {
+  AUCTION_STATUS_NAMES,
+  AUCTION_TYPES,
+  AuctionStatus,
+  type AuctionStatusName,
+  type AuctionType,
+  auctionAbiByType,
+  auctionStatusName,
+  isAuctionType,
+} from "./auction-types.ts";
+export {
+  type AbiFunctionName,
+  type AuctionContract,
+  auctionAt,
+  type BidCoinContract,
+  bidCoinAt,
+  type FactoryContract,
+  factoryAt,
+  type ProjectTokenContract,
+  projectTokenAt,
+  type RegistryContract,
+  registryAt,
+  type StablecoinContract,
+  stablecoinAt,
+  type TypedContract,
+  withRunner,
+} from "./contracts.ts";
+export {
+  anvilDemoSetup,
+  confirm,
+  type DemoSetup,
+  type DeployOptions,
+  deployPlatform,
+  setupDemo,
+} from "./deploy.ts";
+export { type Deployment, loadDeployment, parseDeployment, writeDeployment } from "./deployment.ts";
+export {
+  AUCTION_EVENTS,
+  AUCTION_PROGRESS_EVENT,
+  type ChainEventName,
+  type ChainEventSource,
+  type ChainEventSpec,
+  chainEvents,
+  eventByTopic,
+  FACTORY_EVENTS,
+  REGISTRY_EVENTS,
+  topicsOf,
+} from "./events.ts";
+export * from "./generated/index.ts";
+export { createProvider, fetchChainId, waitForReceipt } from "./provider.ts";
+export { ADMIN_ROLE, type ChainRole, roleOf, UserStatus, type UserStatusName } from "./roles.ts";
