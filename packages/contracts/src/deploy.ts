@@ -90,23 +90,32 @@ export async function confirm(pending: Promise<ContractTransactionResponse>): Pr
 export async function deployPlatform(signer: Signer, options: DeployOptions = {}): Promise<Deployment> {
   const provider = signer.provider;
   if (!provider) throw new Error("deployPlatform needs a signer connected to a provider");
-  // Independent contracts go out together. Explicit nonces keep them apart and make the addresses depend
-  // only on the deployer's nonce, so a fresh chain always gets the same addresses.
+  // One transaction at a time with explicit nonces: addresses depend only on the deployer's nonce, so a
+  // fresh chain always gets the same ones. (Sent together, out-of-order nonces could sit in anvil's
+  // queue under load; a dozen sequential deployments cost well under a second locally.)
   let nonce = await signer.getNonce("pending");
   const log = options.log ?? (() => {});
   const threshold = options.threshold ?? 50;
   const { chainId } = await provider.getNetwork();
 
-  const [registry, stable, token, ...auctionImplementations] = await Promise.all([
-    deployContract(signer, nonce++, projectRegistryAbi, projectRegistryBytecode, [threshold]),
-    options.underlying === undefined
-      ? deployContract(signer, nonce++, testStablecoinAbi, testStablecoinBytecode, ["Test Lira", "tTRY", 18])
-      : undefined,
-    deployContract(signer, nonce++, projectTokenAbi, projectTokenBytecode),
-    ...AUCTION_TYPES.map((type) =>
-      deployContract(signer, nonce++, implementations[type].abi, implementations[type].bytecode),
-    ),
+  const registry = await deployContract(signer, nonce++, projectRegistryAbi, projectRegistryBytecode, [
+    threshold,
   ]);
+  const stable =
+    options.underlying === undefined
+      ? await deployContract(signer, nonce++, testStablecoinAbi, testStablecoinBytecode, [
+          "Test Lira",
+          "tTRY",
+          18,
+        ])
+      : undefined;
+  const token = await deployContract(signer, nonce++, projectTokenAbi, projectTokenBytecode);
+  const auctionImplementations: { address: string; blockNumber: number }[] = [];
+  for (const type of AUCTION_TYPES) {
+    auctionImplementations.push(
+      await deployContract(signer, nonce++, implementations[type].abi, implementations[type].bytecode),
+    );
+  }
   if (!registry || !token) throw new Error("deployment incomplete");
   const underlying = options.underlying ?? stable?.address;
   if (underlying === undefined) throw new Error("no underlying stablecoin");

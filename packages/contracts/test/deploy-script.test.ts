@@ -27,7 +27,14 @@ async function runDeployScript(args: string[], env: Record<string, string>): Pro
   });
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  return await new Promise((resolve) => child.once("exit", (code) => resolve(code ?? -1)));
+  // Under a loaded machine a cold tsx start plus the deployment can take a while; never hang silently.
+  const kill = setTimeout(() => child.kill("SIGKILL"), 100_000);
+  return await new Promise((resolve) =>
+    child.once("exit", (code) => {
+      clearTimeout(kill);
+      resolve(code ?? -1);
+    }),
+  );
 }
 
 beforeAll(async () => {
@@ -36,7 +43,7 @@ beforeAll(async () => {
   const code = await runDeployScript(["--demo", "--out", out], { CHAIN_RPC_URL: anvil.url });
   expect(code, output).toBe(0);
   deployment = loadDeployment(out);
-});
+}, 120_000);
 
 afterAll(async () => {
   await anvil?.stop();
