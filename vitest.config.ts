@@ -1,8 +1,12 @@
 import { defineConfig } from "vitest/config";
 
 // One run covers every package and service; each has its own vitest.config.ts (its project).
+// VITEST_JSON_REPORT=<file> adds a JSON report beside the console output (CI prints its counts).
+const jsonReport = process.env.VITEST_JSON_REPORT;
+
 export default defineConfig({
   test: {
     projects: ["packages/*/vitest.config.ts", "services/*/vitest.config.ts", "e2e/vitest.config.ts"],
+    ...(jsonReport ? { reporters: ["default", "json"], outputFile: { json: jsonReport } } : {}),
   },
 });
