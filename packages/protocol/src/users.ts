@@ -1,5 +1,5 @@
 import Type from "typebox";
-import { Address, Caller, Id, Nullable, UserRole } from "./common.ts";
+import { Address, Caller, DateTime, Id, Nullable, UserRole } from "./common.ts";
 import { defineEvent, defineRpc } from "./message.ts";
 import { ProjectPermission } from "./projects.ts";
 
@@ -28,6 +28,32 @@ export const UserUpdate = Type.Object({
 
 const Signed = Type.Object({ caller: Caller });
 
+/**
+ * A user as the auth service needs it (sign-in, verification): never leaves the backend, since
+ * `isVerified` and the role decide whether and how a token is issued.
+ */
+export const UserAccount = Type.Object({
+  id: Id,
+  address: Address,
+  username: Type.String(),
+  name: Type.String(),
+  surname: Type.String(),
+  mailAddress: Nullable(Type.String()),
+  role: UserRole,
+  isVerified: Type.Boolean(),
+});
+
+/** Sign-up data after the auth service checked the signature: the address is the recovered one. */
+export const NewUser = Type.Object({
+  address: Address,
+  name: Type.String({ minLength: 1, maxLength: 100 }),
+  surname: Type.String({ minLength: 1, maxLength: 100 }),
+  username: Type.String({ minLength: 3, maxLength: 32, pattern: "^[A-Za-z0-9_.-]+$" }),
+  mailAddress: Type.String({ minLength: 3, maxLength: 254 }),
+  /** Until then this unverified registration blocks its address, username and e-mail; after, it is replaced. */
+  pendingUntil: DateTime,
+});
+
 export const UsersRpc = {
   count: defineRpc("users.user.count", { request: Type.Object({}), response: Type.Integer() }),
   get: defineRpc("users.user.get", { request: Signed, response: UserDto }),
@@ -45,10 +71,32 @@ export const UsersRpc = {
     request: Type.Object({ caller: Caller, address: Type.String(), role: Type.String() }),
     response: UserDto,
   }),
+  // Asked by the auth service only (sign-up, verification, sign-in).
+  register: defineRpc("users.user.register", {
+    request: NewUser,
+    response: Type.Object({ userId: Id, replaced: Type.Boolean() }),
+  }),
+  byAddress: defineRpc("users.user.by-address", {
+    request: Type.Object({ address: Address }),
+    response: Nullable(UserAccount),
+  }),
+  markVerified: defineRpc("users.user.mark-verified", {
+    request: Type.Object({ userId: Id, mailAddress: Type.String() }),
+    response: UserAccount,
+  }),
+  setChainRole: defineRpc("users.user.set-chain-role", {
+    request: Type.Object({ address: Address, role: UserRole }),
+    response: Nullable(UserAccount),
+  }),
 } as const;
 
 export const UsersEvents = {
   deleted: defineEvent("users.user.deleted", Type.Object({ userId: Id, address: Address })),
+  /** A user changed the e-mail: it is unverified until the link the auth service mails is followed. */
+  emailChanged: defineEvent(
+    "users.user.email-changed",
+    Type.Object({ userId: Id, address: Address, mailAddress: Type.String() }),
+  ),
   roleChanged: defineEvent(
     "users.user.role-changed",
     Type.Object({
