@@ -1,4 +1,4 @@
-import { ErrorCode, errors } from "@fundraise/protocol";
+import { type AppError, ErrorCode, errors } from "@fundraise/protocol";
 import amqp, { type ChannelModel } from "amqplib";
 import type { Logger } from "pino";
 import { backoffWithJitter } from "./retry.ts";
@@ -42,6 +42,11 @@ export function redactUrl(url: string): string {
   } catch {
     return "<unparseable url>";
   }
+}
+
+/** What every part of the bus throws when it cannot reach the broker, or once the bus is closed. */
+export function brokerUnavailable(message = "The message broker is not reachable."): AppError {
+  return errors.unavailable(ErrorCode.BROKER_UNAVAILABLE, message);
 }
 
 interface Waiter {
@@ -93,15 +98,15 @@ export class ConnectionManager {
   waitConnected(timeoutMs: number): Promise<ChannelModel> {
     const live = this.connection;
     if (live) return Promise.resolve(live);
-    if (this.stateValue === "closed") return Promise.reject(this.unavailable("The message bus is closed."));
-    if (timeoutMs <= 0) return Promise.reject(this.unavailable());
+    if (this.stateValue === "closed") return Promise.reject(brokerUnavailable("The message bus is closed."));
+    if (timeoutMs <= 0) return Promise.reject(brokerUnavailable());
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
         resolve,
         reject,
         timer: setTimeout(() => {
           this.waiters.delete(waiter);
-          reject(this.unavailable());
+          reject(brokerUnavailable());
         }, timeoutMs),
       };
       this.waiters.add(waiter);
@@ -114,7 +119,7 @@ export class ConnectionManager {
     this.wakeSleep?.();
     for (const waiter of this.waiters) {
       clearTimeout(waiter.timer);
-      waiter.reject(this.unavailable("The message bus is closed."));
+      waiter.reject(brokerUnavailable("The message bus is closed."));
     }
     this.waiters.clear();
     const connection = this.current;
@@ -127,10 +132,6 @@ export class ConnectionManager {
       }
     }
     await this.loop;
-  }
-
-  private unavailable(message = "The message broker is not reachable."): Error {
-    return errors.unavailable(ErrorCode.BROKER_UNAVAILABLE, message);
   }
 
   private ensureLoop(): void {

@@ -1,0 +1,193 @@
+import { randomUUID } from "node:crypto";
+import {
+  ErrorCode,
+  errors,
+  isAppError,
+  type RpcDescriptor,
+  toAppError,
+  validatorOf,
+} from "@fundraise/protocol";
+import type { Channel, ChannelModel, ConsumeMessage, Message, Options } from "amqplib";
+import type { Logger } from "pino";
+import type { RpcHandler } from "./bus.ts";
+import { decodeBody, encodeBody } from "./codec.ts";
+import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
+import { type ConsumerRole, type Consumers, messageContext, safeAck } from "./consumers.ts";
+import {
+  amqpTimestamp,
+  compactHeaders,
+  errorReply,
+  Header,
+  type MessageKind,
+  type ReplyParts,
+  successReply,
+} from "./headers.ts";
+import { journalCopy } from "./journal-copy.ts";
+import { declareRpcQueue, Exchanges, rpcQueueOf } from "./topology.ts";
+
+export interface RpcServerOptions {
+  log: Logger;
+  service: string;
+  journal: boolean;
+  prefetch: number;
+  publishTimeoutMs: number;
+  manager: ConnectionManager;
+  consumers: Consumers;
+  isClosing: () => boolean;
+}
+
+/** The consumer of one service's RPC queue, bound to every name this bus serves for the service. */
+interface ServerRole extends ConsumerRole {
+  service: string;
+  handlers: Map<string, { descriptor: RpcDescriptor; handler: RpcHandler<RpcDescriptor> }>;
+}
+
+/** Serves RPCs: runs the handler of each request still worth answering and replies to its caller. */
+export class RpcServer {
+  private readonly servers = new Map<string, ServerRole>();
+
+  constructor(private readonly bus: RpcServerOptions) {}
+
+  roles(): ServerRole[] {
+    return [...this.servers.values()];
+  }
+
+  async serve<D extends RpcDescriptor>(descriptor: D, handler: RpcHandler<D>): Promise<void> {
+    if (this.bus.isClosing()) throw brokerUnavailable("The message bus is closed.");
+    let role = this.servers.get(descriptor.service);
+    if (!role) {
+      role = this.newRole(descriptor.service);
+      this.servers.set(descriptor.service, role);
+    }
+    if (role.handlers.has(descriptor.name))
+      throw new Error(`${descriptor.name} is already served by this bus.`);
+    role.handlers.set(descriptor.name, {
+      descriptor,
+      handler: handler as unknown as RpcHandler<RpcDescriptor>,
+    });
+    const served = role;
+    try {
+      await this.bus.consumers.serial(async () => {
+        const connection = await this.bus.manager.waitConnected(this.bus.publishTimeoutMs);
+        if (served.channel && served.generation === this.bus.manager.generation) {
+          await served.channel.bindQueue(served.queue, Exchanges.RPC, descriptor.name);
+        } else {
+          await served.setUp(connection, this.bus.manager.generation);
+        }
+      });
+    } catch (error) {
+      served.handlers.delete(descriptor.name);
+      throw error;
+    }
+    this.bus.log.info({ rpc: descriptor.name, queue: served.queue }, "serving RPC");
+  }
+
+  private newRole(service: string): ServerRole {
+    const role: ServerRole = {
+      service,
+      queue: rpcQueueOf(service),
+      handlers: new Map(),
+      channel: undefined,
+      consumerTag: undefined,
+      generation: 0,
+      // Every serve() for the service failed: there is no name to bind.
+      idle: () => role.handlers.size === 0,
+      setUp: (connection, generation) => this.setUp(role, connection, generation),
+    };
+    return role;
+  }
+
+  private setUp(role: ServerRole, connection: ChannelModel, generation: number): Promise<void> {
+    return this.bus.consumers.consume(role, connection, generation, {
+      prefetch: this.bus.prefetch,
+      channelErrorMessage: "RPC server channel error",
+      declare: (channel) => declareRpcQueue(channel, role.service, role.handlers.keys()),
+      handle: (channel, message) => this.handleRequest(role, channel, message),
+    });
+  }
+
+  private async handleRequest(role: ServerRole, channel: Channel, message: ConsumeMessage): Promise<void> {
+    const { properties } = message;
+    const name = typeof properties.type === "string" ? properties.type : message.fields.routingKey;
+    const ctx = messageContext(this.bus.log, properties, { rpc: name }, 1);
+    if (ctx.deadline !== undefined && ctx.deadline <= Date.now()) {
+      ctx.log.warn({ deadline: ctx.deadline }, "dropped an RPC request past its deadline");
+      safeAck(this.bus.log, channel, message);
+      return;
+    }
+    let reply: ReplyParts;
+    try {
+      const entry = role.handlers.get(name);
+      // Reaching an instance that does not serve the name means another instance bound it (a mixed
+      // deployment, or a binding left by a stopped instance): the service as a whole is not ready for it.
+      if (!entry) {
+        throw errors.unavailable(
+          ErrorCode.SERVICE_UNAVAILABLE,
+          `The ${role.service} service is not available.`,
+        );
+      }
+      const request = validatorOf(entry.descriptor.request).assert(
+        decodeBody(message.content, properties.contentType),
+        `${name} request`,
+      );
+      const response = await entry.handler(request, ctx);
+      const check = validatorOf(entry.descriptor.response);
+      if (!check.check(response)) {
+        ctx.log.error({ issues: check.issues(response) }, "RPC handler returned an invalid response");
+        throw errors.internal(ErrorCode.INTERNAL, "An unexpected error occurred.");
+      }
+      reply = successReply(response);
+    } catch (error) {
+      const appError = toAppError(error);
+      if (!isAppError(error)) ctx.log.error({ err: error }, "RPC handler failed");
+      else if (appError.kind === "internal" && appError.cause !== undefined) {
+        ctx.log.error({ err: appError }, "RPC handler failed");
+      } else ctx.log.debug({ kind: appError.kind, code: appError.code }, "RPC answered with an error");
+      reply = errorReply(appError);
+    }
+    this.sendReply(channel, message, name, ctx.requestId, reply);
+    safeAck(this.bus.log, channel, message);
+  }
+
+  private sendReply(
+    channel: Channel,
+    request: Message,
+    name: string,
+    requestId: string,
+    reply: ReplyParts,
+  ): void {
+    const replyTo = request.properties.replyTo;
+    let encoded: ReturnType<typeof encodeBody>;
+    try {
+      encoded = encodeBody(reply.envelope);
+    } catch (error) {
+      this.bus.log.error({ err: error, rpc: name, requestId }, "cannot encode the RPC reply");
+      encoded = encodeBody(
+        errorReply(errors.internal(ErrorCode.INTERNAL, "An unexpected error occurred.")).envelope,
+      );
+    }
+    const properties: Options.Publish = {
+      correlationId: request.properties.correlationId,
+      messageId: randomUUID(),
+      timestamp: amqpTimestamp(),
+      type: name,
+      contentType: encoded.contentType,
+      headers: compactHeaders({
+        ...reply.headers,
+        [Header.REQUEST_ID]: requestId,
+        [Header.KIND]: "rpc-reply" satisfies MessageKind,
+        [Header.PUBLISHED_BY]: this.bus.service,
+      }),
+    };
+    // No replyTo: a replayed request, executed for its effect; nobody waits for the answer.
+    if (typeof replyTo === "string" && replyTo !== "") {
+      try {
+        channel.sendToQueue(replyTo, encoded.body, properties);
+      } catch (error) {
+        this.bus.log.warn({ err: error, rpc: name, requestId }, "cannot send the RPC reply");
+        return;
+      }
+    }
+    if (this.bus.journal) journalCopy(this.bus.log, channel, name, encoded.body, properties);
+  }
+}
