@@ -1,79 +1,104 @@
-import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
-import { createTestVhost, type TestVhost } from "@fundraise/bus/testing";
-import { silentLogger } from "@fundraise/service-kit";
-import { createTestDatabase, type TestDatabase } from "@fundraise/service-kit/testing";
-import pg from "pg";
+import { waitFor } from "@fundraise/bus/testing";
+import { UsersEvents, UsersRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startUsersApp, type UsersApp } from "./app.ts";
-import { loadConfig } from "./config.ts";
+import {
+  callerOf,
+  expectAppError,
+  type Harness,
+  outboxPayloads,
+  receivedEvent,
+  seedUser,
+  startHarness,
+  uniqueName,
+} from "./test/harness.ts";
 
 // The users service on real Postgres and real RabbitMQ, each run in its own database and vhost.
-let db: TestDatabase;
-let vhost: TestVhost;
-let bus: AmqpBus;
-let client: AmqpBus;
-let app: UsersApp;
-
+let h: Harness;
 beforeAll(async () => {
-  [db, vhost] = await Promise.all([createTestDatabase("users"), createTestVhost("users")]);
-  const config = loadConfig({ DATABASE_URL: db.url, AMQP_URL: vhost.url, LOG_LEVEL: "silent" });
-  bus = await createAmqpBus({ url: vhost.url, service: "users", logger: silentLogger() });
-  client = await createAmqpBus({ url: vhost.url, service: "test-client", logger: silentLogger() });
-  app = await startUsersApp({ config, log: silentLogger(), bus });
+  h = await startHarness("app");
 });
+afterAll(() => h?.stop());
 
-afterAll(async () => {
-  await client?.close();
-  await bus?.close();
-  await app?.stop();
-  await Promise.all([db?.dispose(), vhost?.dispose()]);
+describe("start-up", () => {
+  it("applies the committed migrations into the users schema", async () => {
+    const tables = await h.sql.query(
+      "select table_name from information_schema.tables where table_schema = 'users' order by 1",
+    );
+    expect(tables.rows.map((r) => r.table_name)).toEqual([
+      "mikro_orm_migrations",
+      "outbox",
+      "owned_project",
+      "processed_message",
+      "role_change",
+      "user",
+    ]);
+  });
 });
-
-async function insertUser(sql: pg.Client, username: string, isVerified: boolean) {
-  const address = `0x${Buffer.from(username.padEnd(20, "x")).toString("hex").slice(0, 40)}`;
-  await sql.query(
-    `insert into users."user" (name, surname, address, mail_address, username, is_verified, created_at, updated_at)
-     values ('N', 'S', $1, $2, $3, $4, now(), now())`,
-    [address, `${username}@example.org`, username, isVerified],
-  );
-}
 
 describe("users.user.count", () => {
-  it("applies the committed migrations into the users schema at start-up", async () => {
-    const sql = new pg.Client({ connectionString: db.url });
-    await sql.connect();
-    try {
-      const tables = await sql.query(
-        "select table_name from information_schema.tables where table_schema = 'users' order by 1",
-      );
-      expect(tables.rows.map((r) => r.table_name)).toEqual(["mikro_orm_migrations", "user"]);
-    } finally {
-      await sql.end();
-    }
-  });
-
   it("counts verified users only, answered over RabbitMQ", async () => {
-    const { UsersRpc } = await import("@fundraise/protocol");
-    expect(await client.call(UsersRpc.count, {})).toBe(0);
-    const sql = new pg.Client({ connectionString: db.url });
-    await sql.connect();
-    try {
-      await insertUser(sql, "ada", true);
-      await insertUser(sql, "bob", false);
-      await insertUser(sql, "cyd", true);
-    } finally {
-      await sql.end();
-    }
-    expect(await client.call(UsersRpc.count, {})).toBe(2);
+    expect(await h.client.call(UsersRpc.count, {})).toBe(0);
+    await seedUser(h.sql, { username: "ada" });
+    await seedUser(h.sql, { username: "bob", isVerified: false });
+    await seedUser(h.sql, { username: "cyd" });
+    expect(await h.client.call(UsersRpc.count, {})).toBe(2);
   });
 
-  it("refuses a second user with the same username in another case", async () => {
-    const sql = new pg.Client({ connectionString: db.url });
-    await sql.connect();
-    try {
-      await expect(insertUser(sql, "ADA", true)).rejects.toThrow(/user_username_unique|user_address_unique/);
-    } finally {
-      await sql.end();
-    }
+  it("the table refuses a second user with the same username in another case", async () => {
+    await expect(seedUser(h.sql, { username: "ADA" })).rejects.toThrow(/user_username_unique/);
+  });
+});
+
+describe("outbox: an event is sent exactly when its change commits", () => {
+  it("a change whose transaction rolls back at commit emits nothing; the next committed one does", async () => {
+    // Sabotage at COMMIT, after the service wrote both the user row and the outbox row: a deferred
+    // constraint trigger fails the commit of any update that sets the name to 'Sabotage'.
+    await h.sql.query(`
+      create or replace function users.fail_at_commit() returns trigger language plpgsql as
+        $$ begin raise exception 'sabotaged commit'; end $$;
+      create constraint trigger fail_at_commit after update on users."user"
+        deferrable initially deferred for each row when (new.name = 'Sabotage')
+        execute function users.fail_at_commit();`);
+    const user = await seedUser(h.sql);
+    const lost = `${uniqueName("lost")}@example.org`;
+    await expectAppError(
+      h.client.call(UsersRpc.update, {
+        caller: callerOf(user),
+        user: { name: "Sabotage", surname: null, username: null, mailAddress: lost },
+      }),
+      "internal",
+      "INTERNAL",
+    );
+    const { rows } = await h.sql.query(
+      `select name, mail_address, is_verified from users."user" where id = $1`,
+      [user.id],
+    );
+    expect(rows[0]).toEqual({ name: "Ada", mail_address: user.mailAddress, is_verified: true });
+    expect(
+      (await outboxPayloads(h.sql, UsersEvents.emailChanged)).filter((p) => p.userId === user.id),
+    ).toEqual([]);
+
+    const kept = `${uniqueName("kept")}@example.org`;
+    await h.client.call(UsersRpc.update, {
+      caller: callerOf(user),
+      user: { name: null, surname: null, username: null, mailAddress: kept },
+    });
+    await receivedEvent(h, UsersEvents.emailChanged, { userId: user.id });
+    // The relay publishes in commit order, so a leaked first event would have arrived before this one.
+    expect(
+      h.events.filter((e) => e.name === UsersEvents.emailChanged.name && e.payload.userId === user.id),
+    ).toEqual([
+      {
+        name: UsersEvents.emailChanged.name,
+        payload: { userId: user.id, address: user.address, mailAddress: kept },
+      },
+    ]);
+    // ...and marks what it published, so nothing is sent twice on the next pass.
+    await waitFor(
+      async () =>
+        (await h.sql.query(`select 1 from users.outbox where published_at is null`)).rows.length === 0,
+      10_000,
+      "every outbox row marked published",
+    );
   });
 });

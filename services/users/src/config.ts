@@ -10,5 +10,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     db: { url: e.DATABASE_URL, schema: "users" },
     amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },
     log: { level: e.LOG_LEVEL },
+    // GET /user/get answers without invitations rather than wait longer for the projects service.
+    projects: { invitationsTimeoutMs: 1500 },
   });
 }

@@ -17,7 +17,8 @@ const bus = await createAmqpBus({
 });
 try {
   const app = await startUsersApp({ config, log, bus });
-  // Closed last-added first: stop taking messages, then close the database.
+  // Closed last-added first: stop taking messages, then the outbox relay and the database. Outbox rows
+  // the relay could not publish any more stay committed and go out at the next start.
   shutdown.add("app", () => app.stop());
   shutdown.add("bus", () => bus.close());
 } catch (err) {

@@ -16,6 +16,8 @@ export const User = defineEntity({
     username: p.string().length(32),
     role: p.string().length(16).default("Base"),
     isVerified: p.boolean().default(false),
+    /** An unverified sign-up blocks its address, username and e-mail until then; null: never expires. */
+    pendingUntil: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p
       .datetime()

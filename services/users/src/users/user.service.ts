@@ -1,13 +1,391 @@
-import type { EntityManager } from "@mikro-orm/core";
+import { enqueue, processOnce } from "@fundraise/bus";
+import {
+  type Caller,
+  type ChainEvents,
+  type EventDescriptor,
+  type PayloadOf,
+  type RequestOf,
+  type UserRole,
+  UsersEvents,
+  type UsersRpc,
+} from "@fundraise/protocol";
+import type { Logger } from "@fundraise/service-kit";
+import { LockMode, sql } from "@mikro-orm/core";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { inTransaction, type Tx } from "../db/transaction.ts";
+import { OwnedProject } from "./owned-project.entity.ts";
+import { RoleChange } from "./role-change.entity.ts";
 import { User } from "./user.entity.ts";
+import { conflictOfConstraint, UserErrors } from "./user.errors.ts";
+import {
+  type Invitation,
+  toUserAccount,
+  toUserDto,
+  type UserAccountOut,
+  type UserDtoOut,
+} from "./user.mapper.ts";
+import { parseAddress, parseRole, sameText, validateNewProfile, validateProfile } from "./user.validation.ts";
+
+/** The database schema this service owns; the outbox and processed_message tables live in it too. */
+export const USERS_SCHEMA = "users";
+
+/** What a use case knows about the message that asked for it. */
+export interface OpContext {
+  requestId: string;
+  log: Logger;
+  /** Epoch ms after which nobody waits for the answer (RPC only). */
+  deadline?: number | undefined;
+  traceparent?: string | undefined;
+}
+
+/** Asks the projects service for a user's pending invitations; throws when it is unavailable or slow. */
+export type PendingInvitations = (userId: number, ctx: OpContext) => Promise<Invitation[]>;
+
+export interface UserServiceDeps {
+  /** A fresh entity manager per use case. */
+  em: () => EntityManager;
+  /** Absent: `get` answers `invitations: null`. */
+  pendingInvitations?: PendingInvitations;
+  now?: () => Date;
+}
+
+type UserUpdate = RequestOf<typeof UsersRpc.update>["user"];
+type NewUser = RequestOf<typeof UsersRpc.register>;
+type UserStatusChanged = PayloadOf<typeof ChainEvents.userStatusChanged>;
 
 export interface UserService {
   /** Users who finished sign-up (verified e-mail): the platform's public head count. */
   countVerified(): Promise<number>;
+  /** The caller's own user with its pending invitations (null when the projects service cannot tell). */
+  get(caller: Caller, ctx: OpContext): Promise<UserDtoOut>;
+  update(caller: Caller, changes: UserUpdate, ctx: OpContext): Promise<UserDtoOut>;
+  deleteSelf(caller: Caller, ctx: OpContext): Promise<void>;
+  /** Admin only; not the caller itself. */
+  deleteById(caller: Caller, id: number, ctx: OpContext): Promise<void>;
+  /** Admin only. */
+  list(caller: Caller): Promise<UserDtoOut[]>;
+  /** Admin only; the caller's own role cannot be changed. */
+  updateRole(caller: Caller, address: string, role: string, ctx: OpContext): Promise<UserDtoOut>;
+  register(input: NewUser, ctx: OpContext): Promise<{ userId: number; replaced: boolean }>;
+  byAddress(address: string): Promise<UserAccountOut | null>;
+  /** Idempotent; refused when the e-mail changed since the link was sent. */
+  markVerified(userId: number, mailAddress: string): Promise<UserAccountOut>;
+  /** The role the chain gives `address`; null when no user has it. */
+  setChainRole(address: string, role: UserRole, ctx: OpContext): Promise<UserAccountOut | null>;
+  /** A chain fact, applied once per (chainId, txHash, logIndex). */
+  applyChainStatus(fact: UserStatusChanged, ctx: OpContext): Promise<void>;
+  recordProjectCreated(projectId: number, ownerId: number): Promise<void>;
+  recordProjectDeleted(projectId: number): Promise<void>;
 }
 
-export function createUserService(deps: { em: () => EntityManager }): UserService {
+type UniqueField = "address" | "mailAddress" | "username";
+const COLUMN: Record<UniqueField, string> = {
+  address: "address",
+  mailAddress: "mail_address",
+  username: "username",
+};
+/** `lower(column) = lower(value)`: matches the case-insensitive unique indexes and uses them. */
+const sameCi = (field: UniqueField, value: string) => ({ [sql.lower(COLUMN[field])]: value.toLowerCase() });
+
+const TAKEN: [UniqueField, () => Error][] = [
+  ["address", UserErrors.addressTaken],
+  ["mailAddress", UserErrors.emailTaken],
+  ["username", UserErrors.usernameTaken],
+];
+
+export function createUserService(deps: UserServiceDeps): UserService {
+  const now = deps.now ?? (() => new Date());
+  const tx = <T>(work: (tx: Tx) => Promise<T>) => inTransaction(deps.em(), work, conflictOfConstraint);
+
+  function emit<D extends EventDescriptor>(t: Tx, event: D, payload: PayloadOf<D>, ctx: OpContext) {
+    return enqueue(t.sql, event, payload, {
+      schema: USERS_SCHEMA,
+      requestId: ctx.requestId,
+      ...(ctx.traceparent === undefined ? {} : { traceparent: ctx.traceparent }),
+    });
+  }
+
+  /** An unverified sign-up whose link expired: it blocks nothing and is replaced by whoever needs its names. */
+  const isStale = (user: User) =>
+    !user.isVerified && user.pendingUntil != null && user.pendingUntil.getTime() <= now().getTime();
+
+  function requireAdmin(caller: Caller): void {
+    if (caller.role !== "Admin") throw UserErrors.adminOnly();
+  }
+
+  const findLocked = (t: Tx, where: object) =>
+    t.em.findOne(User, where, { lockMode: LockMode.PESSIMISTIC_WRITE });
+
+  /**
+   * Makes `wanted` address/e-mail/username free for `self` (or a new user): another user holding one of
+   * them is a 409 naming which (address, then e-mail, then username), unless it is a stale sign-up, which
+   * is deleted. Returns how many stale sign-ups were deleted.
+   */
+  async function clearWay(
+    t: Tx,
+    self: User | undefined,
+    wanted: Partial<Record<UniqueField, string>>,
+    ctx: OpContext,
+  ): Promise<number> {
+    const fields = (Object.keys(wanted) as UniqueField[]).filter((f) => wanted[f] !== undefined);
+    if (fields.length === 0) return 0;
+    const clashes = await t.em.find(
+      User,
+      { $or: fields.map((f) => sameCi(f, wanted[f]!)), ...(self ? { id: { $ne: self.id } } : {}) },
+      { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: "asc" } },
+    );
+    const blocking = clashes.filter((c) => !isStale(c));
+    for (const [field, taken] of TAKEN) {
+      if (wanted[field] !== undefined && blocking.some((c) => sameText(c[field], wanted[field])))
+        throw taken();
+    }
+    for (const stale of clashes) t.em.remove(stale);
+    await t.em.flush();
+    for (const stale of clashes) {
+      await emit(t, UsersEvents.deleted, { userId: stale.id, address: stale.address }, ctx);
+    }
+    return clashes.length;
+  }
+
+  /** Sets the role and records it; no event and no history when it is already that role. */
+  async function changeRole(
+    t: Tx,
+    user: User,
+    role: UserRole,
+    change: { changedBy: string; sourceTx: string | null },
+    ctx: OpContext,
+  ): Promise<void> {
+    if (user.role === role) return;
+    const previousRole = user.role as UserRole;
+    user.role = role;
+    t.em.create(RoleChange, {
+      userId: user.id,
+      previousRole,
+      newRole: role,
+      changedBy: change.changedBy,
+      sourceTx: change.sourceTx,
+    });
+    await t.em.flush();
+    await emit(
+      t,
+      UsersEvents.roleChanged,
+      { userId: user.id, address: user.address, role, previousRole, changedBy: change.changedBy },
+      ctx,
+    );
+  }
+
+  async function applyChainRole(
+    t: Tx,
+    address: string,
+    role: UserRole,
+    sourceTx: string | null,
+    ctx: OpContext,
+  ): Promise<UserAccountOut | null> {
+    const user = await findLocked(t, sameCi("address", address));
+    if (!user) return null;
+    await changeRole(t, user, role, { changedBy: "chain", sourceTx }, ctx);
+    return toUserAccount(user);
+  }
+
+  /** Deletion rules shared by deleteSelf and deleteById. */
+  async function removeUser(id: number, ctx: OpContext): Promise<void> {
+    await tx(async (t) => {
+      // Every Admin row is locked first, always in id order: two admins deleting each other at the same
+      // time are serialized here (the second then sees one Admin left), and cannot deadlock.
+      const admins = await t.sql.query(
+        `SELECT id FROM ${USERS_SCHEMA}."user" WHERE role = 'Admin' ORDER BY id FOR UPDATE`,
+      );
+      const user = await findLocked(t, { id });
+      if (!user) throw UserErrors.notFound();
+      if ((await t.em.count(OwnedProject, { ownerId: id, deletedAt: null })) > 0) {
+        throw UserErrors.ownsProject();
+      }
+      if (user.role === "Admin" && admins.rows.length <= 1) throw UserErrors.lastAdmin();
+      const address = user.address;
+      t.em.remove(user);
+      await t.em.flush();
+      await emit(t, UsersEvents.deleted, { userId: id, address }, ctx);
+    });
+  }
+
+  async function invitationsOf(userId: number, ctx: OpContext): Promise<Invitation[] | null> {
+    if (!deps.pendingInvitations) return null;
+    try {
+      return await deps.pendingInvitations(userId, ctx);
+    } catch (err) {
+      ctx.log.debug({ err }, "pending invitations not available; answering invitations: null");
+      return null;
+    }
+  }
+
   return {
     countVerified: () => deps.em().count(User, { isVerified: true }),
+
+    async get(caller, ctx) {
+      const [user, invitations] = await Promise.all([
+        deps.em().findOne(User, { id: caller.userId }),
+        invitationsOf(caller.userId, ctx),
+      ]);
+      if (!user) throw UserErrors.notFound();
+      return toUserDto(user, invitations);
+    },
+
+    async update(caller, changes, ctx) {
+      const fields = validateProfile(changes);
+      return tx(async (t) => {
+        const user = await findLocked(t, { id: caller.userId });
+        if (!user) throw UserErrors.notFound();
+        const emailChanged =
+          fields.mailAddress !== undefined && !sameText(fields.mailAddress, user.mailAddress);
+        const usernameChanged = fields.username !== undefined && !sameText(fields.username, user.username);
+        await clearWay(
+          t,
+          user,
+          {
+            ...(emailChanged ? { mailAddress: fields.mailAddress } : {}),
+            ...(usernameChanged ? { username: fields.username } : {}),
+          },
+          ctx,
+        );
+        t.em.assign(user, fields);
+        if (emailChanged) {
+          // Unverified until the new link is followed; never "stale": an account is not a sign-up.
+          user.isVerified = false;
+          user.pendingUntil = null;
+        }
+        await t.em.flush();
+        if (emailChanged) {
+          await emit(
+            t,
+            UsersEvents.emailChanged,
+            { userId: user.id, address: user.address, mailAddress: user.mailAddress! },
+            ctx,
+          );
+        }
+        return toUserDto(user);
+      });
+    },
+
+    deleteSelf: (caller, ctx) => removeUser(caller.userId, ctx),
+
+    async deleteById(caller, id, ctx) {
+      requireAdmin(caller);
+      if (id === caller.userId) throw UserErrors.selfDelete();
+      await removeUser(id, ctx);
+    },
+
+    async list(caller) {
+      requireAdmin(caller);
+      const users = await deps.em().find(User, {}, { orderBy: { id: "asc" } });
+      return users.map((u) => toUserDto(u));
+    },
+
+    async updateRole(caller, addressInput, roleInput, ctx) {
+      requireAdmin(caller);
+      const role = parseRole(roleInput);
+      if (!role) throw UserErrors.invalidRole(roleInput);
+      const address = parseAddress(addressInput);
+      if (!address) throw UserErrors.invalidAddress();
+      return tx(async (t) => {
+        const user = await findLocked(t, sameCi("address", address));
+        if (!user) throw UserErrors.notFound("No user has this address.");
+        if (user.id === caller.userId) throw UserErrors.selfRole();
+        await changeRole(t, user, role, { changedBy: String(caller.userId), sourceTx: null }, ctx);
+        return toUserDto(user);
+      });
+    },
+
+    async register(input, ctx) {
+      const address = parseAddress(input.address);
+      if (!address) throw UserErrors.invalidAddress();
+      const profile = validateNewProfile(input);
+      const pendingUntil = new Date(input.pendingUntil);
+      if (Number.isNaN(pendingUntil.getTime())) throw UserErrors.invalidPendingUntil();
+      return tx(async (t) => {
+        const existing = await findLocked(t, sameCi("address", address));
+        // A verified account, or one whose changed e-mail awaits its link (no deadline), is not a sign-up.
+        if (existing && (existing.isVerified || existing.pendingUntil == null))
+          throw UserErrors.addressTaken();
+        // A still-pending sign-up of the same wallet is the same person trying again: updated in place.
+        const own = existing && !isStale(existing) ? existing : undefined;
+        const removed = await clearWay(
+          t,
+          own,
+          { address, mailAddress: profile.mailAddress, username: profile.username },
+          ctx,
+        );
+        if (own) {
+          t.em.assign(own, { ...profile, pendingUntil });
+          await t.em.flush();
+          return { userId: own.id, replaced: true };
+        }
+        const user = t.em.create(User, {
+          ...profile,
+          address,
+          role: "Base",
+          isVerified: false,
+          pendingUntil,
+        });
+        await t.em.flush();
+        return { userId: user.id, replaced: removed > 0 };
+      });
+    },
+
+    async byAddress(address) {
+      const user = await deps.em().findOne(User, sameCi("address", address));
+      return user ? toUserAccount(user) : null;
+    },
+
+    markVerified: (userId, mailAddress) =>
+      tx(async (t) => {
+        const user = await findLocked(t, { id: userId });
+        if (!user) throw UserErrors.notFound();
+        if (!sameText(user.mailAddress, mailAddress)) throw UserErrors.emailChangedSinceLink();
+        if (!user.isVerified) {
+          user.isVerified = true;
+          user.pendingUntil = null;
+          await t.em.flush();
+        }
+        return toUserAccount(user);
+      }),
+
+    setChainRole: (address, role, ctx) => tx((t) => applyChainRole(t, address, role, null, ctx)),
+
+    async applyChainStatus(fact, ctx) {
+      const { chainId, txHash, logIndex } = fact.origin;
+      const messageKey = `${chainId}:${txHash.toLowerCase()}:${logIndex}`;
+      const outcome = await tx((t) =>
+        processOnce(
+          t.sql,
+          { consumer: "users", messageKey },
+          () => applyChainRole(t, fact.address, fact.role, txHash, ctx),
+          { schema: USERS_SCHEMA },
+        ),
+      );
+      if (outcome.duplicate) ctx.log.debug({ messageKey }, "chain fact already applied");
+      else if (outcome.result === null) ctx.log.debug({ messageKey }, "chain fact for an unknown address");
+    },
+
+    async recordProjectCreated(projectId, ownerId) {
+      await deps
+        .em()
+        .getConnection()
+        .execute(
+          `INSERT INTO ${USERS_SCHEMA}.owned_project (project_id, owner_id) VALUES (?, ?)
+           ON CONFLICT (project_id) DO UPDATE SET owner_id = excluded.owner_id`,
+          [projectId, ownerId],
+        );
+    },
+
+    async recordProjectDeleted(projectId) {
+      await deps
+        .em()
+        .getConnection()
+        .execute(
+          `INSERT INTO ${USERS_SCHEMA}.owned_project AS o (project_id, deleted_at) VALUES (?, now())
+           ON CONFLICT (project_id) DO UPDATE SET deleted_at = coalesce(o.deleted_at, excluded.deleted_at)`,
+          [projectId],
+        );
+    },
   };
 }

@@ -1,4 +1,8 @@
 import { Migration20261122000000_users } from "./Migration20261122000000_users.ts";
+import { Migration20261123000000_accounts } from "./Migration20261123000000_accounts.ts";
 
-/** Every migration of the users schema, oldest first; applied at start-up. */
-export const migrations = [{ name: "Migration20261122000000_users", class: Migration20261122000000_users }];
+/** Every migration of the users schema, oldest first; applied at start-up. Never edit a committed one. */
+export const migrations = [
+  { name: "Migration20261122000000_users", class: Migration20261122000000_users },
+  { name: "Migration20261123000000_accounts", class: Migration20261123000000_accounts },
+];

@@ -1,0 +1,242 @@
+import { waitFor } from "@fundraise/bus/testing";
+import { ProjectsEvents, UsersEvents, UsersRpc } from "@fundraise/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  callerOf,
+  expectAppError,
+  type Harness,
+  outboxPayloads,
+  receivedEvent,
+  type SeededUser,
+  seedUser,
+  startHarness,
+} from "../test/harness.ts";
+
+// deleteSelf and delete (admin), and the project ownership they learn from the projects service's events.
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness("delete");
+});
+afterAll(() => h?.stop());
+
+let projectIds = 1000;
+const fileHash = "AB".repeat(32);
+
+async function exists(id: number): Promise<boolean> {
+  return (await h.sql.query(`select 1 from users."user" where id = $1`, [id])).rows.length === 1;
+}
+
+async function ownedRow(projectId: number) {
+  const { rows } = await h.sql.query(`select * from users.owned_project where project_id = $1`, [projectId]);
+  return rows[0] as { owner_id: number | null; deleted_at: Date | null } | undefined;
+}
+
+/** Publishes projects.project.created as the projects service does, and waits until the service has it. */
+async function createProject(owner: SeededUser): Promise<number> {
+  const projectId = ++projectIds;
+  await h.client.publish(ProjectsEvents.created, {
+    projectId,
+    fileHash,
+    ownerId: owner.id,
+    projectName: `p${projectId}`,
+  });
+  await waitFor(async () => (await ownedRow(projectId))?.owner_id === owner.id, 10_000, "owned_project row");
+  return projectId;
+}
+
+async function deleteProject(projectId: number): Promise<void> {
+  await h.client.publish(ProjectsEvents.deleted, { projectId, fileHash });
+  await waitFor(async () => (await ownedRow(projectId))?.deleted_at != null, 10_000, "tombstone");
+}
+
+/** Leaves exactly `count` Admins in the table (demoting the others), for the last-admin rule. */
+async function onlyAdmins(count: number): Promise<SeededUser[]> {
+  await h.sql.query(`update users."user" set role = 'Base' where role = 'Admin'`);
+  return Promise.all(Array.from({ length: count }, () => seedUser(h.sql, { role: "Admin" })));
+}
+
+describe("users.user.delete-self", () => {
+  it("deletes the caller and emits users.user.deleted", async () => {
+    const user = await seedUser(h.sql);
+    expect(await h.client.call(UsersRpc.deleteSelf, { caller: callerOf(user) })).toBeNull();
+    expect(await exists(user.id)).toBe(false);
+    expect(await receivedEvent(h, UsersEvents.deleted, { userId: user.id })).toEqual({
+      userId: user.id,
+      address: user.address,
+    });
+  });
+
+  it("409 USER_OWNS_PROJECT while the caller owns a project; allowed once the project is deleted", async () => {
+    const owner = await seedUser(h.sql);
+    const projectId = await createProject(owner);
+    await expectAppError(
+      h.client.call(UsersRpc.deleteSelf, { caller: callerOf(owner) }),
+      "conflict",
+      "USER_OWNS_PROJECT",
+    );
+    expect(await exists(owner.id)).toBe(true);
+    expect((await outboxPayloads(h.sql, UsersEvents.deleted)).some((p) => p.userId === owner.id)).toBe(false);
+    await deleteProject(projectId);
+    await h.client.call(UsersRpc.deleteSelf, { caller: callerOf(owner) });
+    expect(await exists(owner.id)).toBe(false);
+  });
+
+  it("409 USER_LAST_ADMIN for the last Admin", async () => {
+    const [admin] = await onlyAdmins(1);
+    await expectAppError(
+      h.client.call(UsersRpc.deleteSelf, { caller: callerOf(admin!) }),
+      "conflict",
+      "USER_LAST_ADMIN",
+    );
+    expect(await exists(admin!.id)).toBe(true);
+  });
+
+  it("an Admin may leave while another Admin remains", async () => {
+    const [first] = await onlyAdmins(2);
+    await h.client.call(UsersRpc.deleteSelf, { caller: callerOf(first!) });
+    expect(await exists(first!.id)).toBe(false);
+  });
+
+  it("two Admins, the only two, deleting each other at once: one succeeds, one gets 409 USER_LAST_ADMIN", async () => {
+    const [a, b] = await onlyAdmins(2);
+    // Hold both rows, so that both deletions are under way at the same time before either may proceed.
+    const blocker = await h.sql.connect();
+    await blocker.query("begin");
+    await blocker.query(`select id from users."user" where id = any($1) for update`, [[a!.id, b!.id]]);
+    const calls = Promise.allSettled([
+      h.client.call(UsersRpc.delete, { caller: callerOf(a!), id: b!.id }),
+      h.client.call(UsersRpc.delete, { caller: callerOf(b!), id: a!.id }),
+    ]);
+    await waitFor(
+      async () => {
+        const { rows } = await h.sql.query<{ n: number }>(
+          `select count(*)::int as n from pg_stat_activity
+           where datname = current_database() and wait_event_type = 'Lock'`,
+        );
+        return rows[0]!.n >= 2;
+      },
+      10_000,
+      "both deletions waiting on the rows",
+    );
+    await blocker.query("commit");
+    blocker.release();
+    const results = await calls;
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    expect(results.find((r) => r.status === "rejected")?.reason).toMatchObject({
+      kind: "conflict",
+      code: "USER_LAST_ADMIN",
+    });
+    const { rows } = await h.sql.query(`select id from users."user" where role = 'Admin'`);
+    expect(rows).toHaveLength(1);
+  });
+
+  it("404 for a caller that no longer exists", async () => {
+    const user = await seedUser(h.sql);
+    await h.sql.query(`delete from users."user" where id = $1`, [user.id]);
+    await expectAppError(
+      h.client.call(UsersRpc.deleteSelf, { caller: callerOf(user) }),
+      "not_found",
+      "USER_NOT_FOUND",
+    );
+  });
+});
+
+describe("users.user.delete (admin)", () => {
+  it("deletes the user by id and emits users.user.deleted", async () => {
+    const admin = await seedUser(h.sql, { role: "Admin" });
+    const user = await seedUser(h.sql, { role: "Whitelist" });
+    await h.client.call(UsersRpc.delete, { caller: callerOf(admin), id: user.id });
+    expect(await exists(user.id)).toBe(false);
+    expect(await receivedEvent(h, UsersEvents.deleted, { userId: user.id })).toEqual({
+      userId: user.id,
+      address: user.address,
+    });
+  });
+
+  it("404 USER_NOT_FOUND for an id nobody has", async () => {
+    const admin = await seedUser(h.sql, { role: "Admin" });
+    await expectAppError(
+      h.client.call(UsersRpc.delete, { caller: callerOf(admin), id: 987_654 }),
+      "not_found",
+      "USER_NOT_FOUND",
+    );
+  });
+
+  it("409 USER_SELF_ACTION when the admin names itself (it must use DELETE /user/delete)", async () => {
+    const admin = await seedUser(h.sql, { role: "Admin" });
+    const error = await h.client
+      .call(UsersRpc.delete, { caller: callerOf(admin), id: admin.id })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: "conflict", code: "USER_SELF_ACTION" });
+    expect((error as Error).message).toContain("DELETE /user/delete");
+    expect(await exists(admin.id)).toBe(true);
+  });
+
+  it("409 USER_OWNS_PROJECT for a user who owns a project", async () => {
+    const admin = await seedUser(h.sql, { role: "Admin" });
+    const owner = await seedUser(h.sql);
+    await createProject(owner);
+    await expectAppError(
+      h.client.call(UsersRpc.delete, { caller: callerOf(admin), id: owner.id }),
+      "conflict",
+      "USER_OWNS_PROJECT",
+    );
+    expect(await exists(owner.id)).toBe(true);
+  });
+
+  it("409 USER_LAST_ADMIN when the target is the only Admin left (the caller was demoted meanwhile)", async () => {
+    const [target] = await onlyAdmins(1);
+    const demoted = await seedUser(h.sql, { role: "Base" });
+    await expectAppError(
+      h.client.call(UsersRpc.delete, { caller: callerOf(demoted, "Admin"), id: target!.id }),
+      "conflict",
+      "USER_LAST_ADMIN",
+    );
+  });
+
+  it("403 ROLE_FORBIDDEN for a caller who is not an Admin", async () => {
+    const caller = await seedUser(h.sql, { role: "Viewer" });
+    const user = await seedUser(h.sql);
+    await expectAppError(
+      h.client.call(UsersRpc.delete, { caller: callerOf(caller), id: user.id }),
+      "forbidden",
+      "ROLE_FORBIDDEN",
+    );
+    expect(await exists(user.id)).toBe(true);
+  });
+});
+
+describe("project ownership from projects.project.* events", () => {
+  it("is idempotent: the same created event twice leaves one row", async () => {
+    const owner = await seedUser(h.sql);
+    const projectId = await createProject(owner);
+    await h.client.publish(ProjectsEvents.created, {
+      projectId,
+      fileHash,
+      ownerId: owner.id,
+      projectName: "p",
+    });
+    const marker = await createProject(owner);
+    expect(await ownedRow(marker)).toBeDefined();
+    const { rows } = await h.sql.query(`select * from users.owned_project where project_id = $1`, [
+      projectId,
+    ]);
+    expect(rows).toEqual([{ project_id: projectId, owner_id: owner.id, deleted_at: null }]);
+  });
+
+  it("a deleted event that overtakes its created event still wins (tombstone)", async () => {
+    const owner = await seedUser(h.sql);
+    const projectId = ++projectIds;
+    await deleteProject(projectId);
+    await h.client.publish(ProjectsEvents.created, {
+      projectId,
+      fileHash,
+      ownerId: owner.id,
+      projectName: "p",
+    });
+    await waitFor(async () => (await ownedRow(projectId))?.owner_id === owner.id, 10_000, "late created");
+    expect((await ownedRow(projectId))?.deleted_at).not.toBeNull();
+    await h.client.call(UsersRpc.deleteSelf, { caller: callerOf(owner) });
+    expect(await exists(owner.id)).toBe(false);
+  });
+});

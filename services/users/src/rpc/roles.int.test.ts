@@ -1,0 +1,236 @@
+import { waitFor } from "@fundraise/bus/testing";
+import { ChainEvents, type PayloadOf, UsersEvents, UsersRpc } from "@fundraise/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  callerOf,
+  expectAppError,
+  type Harness,
+  outboxPayloads,
+  randomAddress,
+  receivedEvent,
+  seedUser,
+  startHarness,
+} from "../test/harness.ts";
+
+// Roles: an admin's updateRole, the auth service's setChainRole, and the chain-indexer's status facts.
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness("roles");
+});
+afterAll(() => h?.stop());
+
+async function history(userId: number) {
+  const { rows } = await h.sql.query(
+    `select previous_role, new_role, changed_by, source_tx from users.role_change where user_id = $1 order by id`,
+    [userId],
+  );
+  return rows;
+}
+
+async function roleOf(userId: number): Promise<string> {
+  const { rows } = await h.sql.query(`select role from users."user" where id = $1`, [userId]);
+  return rows[0]!.role as string;
+}
+
+async function roleEventsFor(userId: number) {
+  return (await outboxPayloads(h.sql, UsersEvents.roleChanged)).filter((p) => p.userId === userId);
+}
+
+describe("users.user.update-role (admin)", () => {
+  it("sets the role named in any case for an address in any case, records who did it, emits role-changed", async () => {
+    const admin = await seedUser(h.sql, { role: "Admin" });
+    const user = await seedUser(h.sql);
+    const dto = await h.client.call(UsersRpc.updateRole, {
+      caller: callerOf(admin),
+      address: user.address.toLowerCase(),
+      role: "wHiTeLiSt",
+    });
+    expect(dto).toMatchObject({ id: user.id, address: user.address, role: "Whitelist", invitations: null });
+    expect(await history(user.id)).toEqual([
+      { previous_role: "Base", new_role: "Whitelist", changed_by: String(admin.id), source_tx: null },
+    ]);
+    expect(await receivedEvent(h, UsersEvents.roleChanged, { userId: user.id })).toEqual({
+      userId: user.id,
+      address: user.address,
+      role: "Whitelist",
+      previousRole: "Base",
+      changedBy: String(admin.id),
+    });
+  });
+
+  it("the same role again changes nothing: no history row, no event", async () => {
+    const admin = await seedUser(h.sql, { role: "Admin" });
+    const user = await seedUser(h.sql, { role: "Viewer" });
+    const dto = await h.client.call(UsersRpc.updateRole, {
+      caller: callerOf(admin),
+      address: user.address,
+      role: "viewer",
+    });
+    expect(dto.role).toBe("Viewer");
+    expect(await history(user.id)).toEqual([]);
+    expect(await roleEventsFor(user.id)).toEqual([]);
+  });
+
+  it.each(["Owner", "admins", "", "Co-Owner"])("400 VALIDATION_FAILED for the role %j", async (role) => {
+    const admin = await seedUser(h.sql, { role: "Admin" });
+    const user = await seedUser(h.sql);
+    await expectAppError(
+      h.client.call(UsersRpc.updateRole, { caller: callerOf(admin), address: user.address, role }),
+      "validation",
+      "VALIDATION_FAILED",
+    );
+    expect(await roleOf(user.id)).toBe("Base");
+  });
+
+  it.each(["0x1234", "not-an-address", `0x${"g".repeat(40)}`])(
+    "400 VALIDATION_FAILED for the address %j",
+    async (address) => {
+      const admin = await seedUser(h.sql, { role: "Admin" });
+      await expectAppError(
+        h.client.call(UsersRpc.updateRole, { caller: callerOf(admin), address, role: "Base" }),
+        "validation",
+        "VALIDATION_FAILED",
+      );
+    },
+  );
+
+  it("404 USER_NOT_FOUND for an address no user has", async () => {
+    const admin = await seedUser(h.sql, { role: "Admin" });
+    await expectAppError(
+      h.client.call(UsersRpc.updateRole, {
+        caller: callerOf(admin),
+        address: randomAddress(),
+        role: "Viewer",
+      }),
+      "not_found",
+      "USER_NOT_FOUND",
+    );
+  });
+
+  it("409 USER_SELF_ACTION when an admin changes its own role", async () => {
+    const admin = await seedUser(h.sql, { role: "Admin" });
+    await expectAppError(
+      h.client.call(UsersRpc.updateRole, {
+        caller: callerOf(admin),
+        address: admin.address.toLowerCase(),
+        role: "Base",
+      }),
+      "conflict",
+      "USER_SELF_ACTION",
+    );
+    expect(await roleOf(admin.id)).toBe("Admin");
+  });
+
+  it("403 ROLE_FORBIDDEN for a caller who is not an Admin", async () => {
+    const viewer = await seedUser(h.sql, { role: "Viewer" });
+    const user = await seedUser(h.sql);
+    await expectAppError(
+      h.client.call(UsersRpc.updateRole, { caller: callerOf(viewer), address: user.address, role: "Admin" }),
+      "forbidden",
+      "ROLE_FORBIDDEN",
+    );
+  });
+});
+
+describe("users.user.set-chain-role (auth service, at sign-in)", () => {
+  it("updates a known address, records 'chain' as the author and emits role-changed", async () => {
+    const user = await seedUser(h.sql, { role: "Whitelist" });
+    const account = await h.client.call(UsersRpc.setChainRole, {
+      address: user.address.toLowerCase(),
+      role: "Blacklist",
+    });
+    expect(account).toMatchObject({ id: user.id, role: "Blacklist", isVerified: true });
+    expect(await history(user.id)).toEqual([
+      { previous_role: "Whitelist", new_role: "Blacklist", changed_by: "chain", source_tx: null },
+    ]);
+    expect(await receivedEvent(h, UsersEvents.roleChanged, { userId: user.id })).toMatchObject({
+      role: "Blacklist",
+      previousRole: "Whitelist",
+      changedBy: "chain",
+    });
+  });
+
+  it("answers null for an unknown address", async () => {
+    expect(
+      await h.client.call(UsersRpc.setChainRole, { address: randomAddress(), role: "Viewer" }),
+    ).toBeNull();
+  });
+
+  it("the role the user already has: no history row, no event", async () => {
+    const user = await seedUser(h.sql, { role: "Viewer" });
+    expect(
+      await h.client.call(UsersRpc.setChainRole, { address: user.address, role: "Viewer" }),
+    ).toMatchObject({
+      role: "Viewer",
+    });
+    expect(await history(user.id)).toEqual([]);
+    expect(await roleEventsFor(user.id)).toEqual([]);
+  });
+});
+
+describe("chain.user-status.changed (consumer 'users')", () => {
+  let logIndex = 0;
+  const fact = (address: string, role: PayloadOf<typeof ChainEvents.userStatusChanged>["role"]) => ({
+    origin: {
+      chainId: 31337,
+      txHash: `0x${(++logIndex).toString(16).padStart(64, "0")}`,
+      logIndex,
+      blockNumber: 10 + logIndex,
+      blockHash: `0x${"cd".repeat(32)}`,
+    },
+    address,
+    role,
+  });
+
+  it("sets the role of a known address, recording the transaction", async () => {
+    const user = await seedUser(h.sql);
+    const event = fact(user.address.toLowerCase(), "Whitelist");
+    await h.client.publish(ChainEvents.userStatusChanged, event);
+    await waitFor(async () => (await roleOf(user.id)) === "Whitelist", 10_000, "role from the chain");
+    expect(await history(user.id)).toEqual([
+      { previous_role: "Base", new_role: "Whitelist", changed_by: "chain", source_tx: event.origin.txHash },
+    ]);
+    expect(await receivedEvent(h, UsersEvents.roleChanged, { userId: user.id })).toMatchObject({
+      role: "Whitelist",
+      changedBy: "chain",
+    });
+  });
+
+  it("is idempotent on (chainId, txHash, logIndex): the same fact twice, under new message ids, applies once", async () => {
+    const user = await seedUser(h.sql);
+    const marker = await seedUser(h.sql);
+    const event = fact(user.address, "Viewer");
+    await h.client.publish(ChainEvents.userStatusChanged, event);
+    // An admin changes the role in between: a replay of the old fact must not override it again.
+    await waitFor(async () => (await roleOf(user.id)) === "Viewer", 10_000, "first delivery");
+    await h.sql.query(`update users."user" set role = 'Base' where id = $1`, [user.id]);
+    await h.client.publish(ChainEvents.userStatusChanged, event, { messageId: "another-delivery" });
+    // Facts are consumed one at a time, in order: once the marker's fact is applied, the duplicate was seen.
+    await h.client.publish(ChainEvents.userStatusChanged, fact(marker.address, "Blacklist"));
+    await waitFor(async () => (await roleOf(marker.id)) === "Blacklist", 10_000, "marker fact");
+    expect(await roleOf(user.id)).toBe("Base");
+    expect(await history(user.id)).toHaveLength(1);
+    expect(await roleEventsFor(user.id)).toHaveLength(1);
+    const { rows } = await h.sql.query(
+      `select message_key from users.processed_message where consumer = 'users' and message_key = $1`,
+      [`31337:${event.origin.txHash}:${event.origin.logIndex}`],
+    );
+    expect(rows).toHaveLength(1);
+  });
+
+  it("a fact about an unknown address is consumed without effect", async () => {
+    const marker = await seedUser(h.sql);
+    const unknown = fact(randomAddress(), "Admin");
+    await h.client.publish(ChainEvents.userStatusChanged, unknown);
+    await h.client.publish(ChainEvents.userStatusChanged, fact(marker.address, "Viewer"));
+    await waitFor(async () => (await roleOf(marker.id)) === "Viewer", 10_000, "marker fact");
+    const processed = await h.sql.query(`select 1 from users.processed_message where message_key = $1`, [
+      `31337:${unknown.origin.txHash}:${unknown.origin.logIndex}`,
+    ]);
+    expect(processed.rows).toHaveLength(1);
+    const changes = await h.sql.query(`select 1 from users.role_change where source_tx = $1`, [
+      unknown.origin.txHash,
+    ]);
+    expect(changes.rows).toEqual([]);
+  });
+});

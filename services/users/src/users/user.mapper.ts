@@ -1,0 +1,34 @@
+import type { ProjectsRpc, ResponseOf, UserRole, UsersRpc } from "@fundraise/protocol";
+import type { User } from "./user.entity.ts";
+
+export type UserDtoOut = ResponseOf<typeof UsersRpc.get>;
+export type UserAccountOut = ResponseOf<typeof UsersRpc.markVerified>;
+export type Invitation = ResponseOf<typeof ProjectsRpc.pendingInvitations>[number];
+
+/** A user as clients see it (UserDTO); `invitations` null when not asked for or not available. */
+export function toUserDto(user: User, invitations: Invitation[] | null = null): UserDtoOut {
+  return {
+    id: user.id,
+    name: user.name,
+    surname: user.surname,
+    address: user.address,
+    mailAddress: user.mailAddress ?? null,
+    username: user.username,
+    role: user.role as UserRole,
+    invitations,
+  };
+}
+
+/** A user as the auth service needs it: with the verification state, never sent to clients. */
+export function toUserAccount(user: User): UserAccountOut {
+  return {
+    id: user.id,
+    address: user.address,
+    username: user.username,
+    name: user.name,
+    surname: user.surname,
+    mailAddress: user.mailAddress ?? null,
+    role: user.role as UserRole,
+    isVerified: user.isVerified,
+  };
+}

@@ -1,0 +1,87 @@
+import { ErrorCode, errors, USER_ROLES, type UserRole } from "@fundraise/protocol";
+import { getAddress } from "ethers";
+
+/** Pure checks of user input (behaviour.md §2-§3), shared by register and update. */
+
+export const NAME_MAX = 100;
+export const USERNAME_PATTERN = /^[A-Za-z0-9_.-]{3,32}$/;
+export const EMAIL_MAX = 254;
+// The HTML standard's e-mail syntax (what browsers accept), with at least one dot in the domain.
+const EMAIL_PATTERN =
+  /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
+
+export interface Profile {
+  name: string;
+  surname: string;
+  username: string;
+  mailAddress: string;
+}
+
+export function isValidEmail(value: string): boolean {
+  return value.length <= EMAIL_MAX && EMAIL_PATTERN.test(value);
+}
+
+export function isValidUsername(value: string): boolean {
+  return USERNAME_PATTERN.test(value);
+}
+
+/** Case-insensitive equality, as addresses, usernames and e-mails are compared. */
+export function sameText(a: string | null | undefined, b: string | null | undefined): boolean {
+  return a != null && b != null && a.toLowerCase() === b.toLowerCase();
+}
+
+/** The role named case-insensitively ("whitelist" → "Whitelist"), or undefined. */
+export function parseRole(value: string): UserRole | undefined {
+  return USER_ROLES.find((role) => sameText(role, value.trim()));
+}
+
+/**
+ * An EVM address in any letter case as EIP-55, or undefined. The checksum of mixed-case input is not
+ * enforced: addresses are compared case-insensitively, so a wrongly cased one still names one wallet.
+ */
+export function parseAddress(value: string): string | undefined {
+  const trimmed = value.trim();
+  return ADDRESS_PATTERN.test(trimmed) ? getAddress(trimmed.toLowerCase()) : undefined;
+}
+
+function invalid(field: keyof Profile, message: string): never {
+  throw errors.validation(ErrorCode.VALIDATION_FAILED, `Invalid ${field}: ${message}.`, {
+    details: [{ path: `/${field}`, message }],
+  });
+}
+
+const checks: Record<keyof Profile, (value: string) => string | undefined> = {
+  name: (v) => (v.length >= 1 && v.length <= NAME_MAX ? undefined : `must be 1-${NAME_MAX} characters`),
+  surname: (v) => (v.length >= 1 && v.length <= NAME_MAX ? undefined : `must be 1-${NAME_MAX} characters`),
+  username: (v) =>
+    isValidUsername(v) ? undefined : "must be 3-32 letters, digits, underscores, dots or hyphens",
+  mailAddress: (v) => (isValidEmail(v) ? undefined : "must be a valid e-mail address"),
+};
+
+/**
+ * Trims the given fields and checks each (null or absent: left out, meaning "unchanged"). Throws a
+ * `validation` error naming the first bad field.
+ */
+export function validateProfile(
+  fields: {
+    [K in keyof Profile]?: string | null | undefined;
+  },
+): Partial<Profile> {
+  const out: Partial<Profile> = {};
+  for (const field of ["name", "surname", "username", "mailAddress"] as const) {
+    const raw = fields[field];
+    if (raw == null) continue;
+    const value = raw.trim();
+    const problem = checks[field](value);
+    if (problem) invalid(field, problem);
+    out[field] = value;
+  }
+  return out;
+}
+
+/** A complete profile (sign-up): every field required. */
+export function validateNewProfile(fields: Profile): Profile {
+  const out = validateProfile(fields);
+  return { name: out.name!, surname: out.surname!, username: out.username!, mailAddress: out.mailAddress! };
+}
