@@ -105,7 +105,7 @@ export class RpcClient {
         );
         return;
       }
-      if (this.bus.journal) {
+      if (this.bus.journal && descriptor.journal) {
         // A stream keeps what it is given: no expiry, and no reply address that would be dead on replay.
         const { replyTo: _replyTo, expiration: _expiration, ...copy } = properties;
         journalCopy(this.bus.log, channel, descriptor.name, body, copy);

@@ -116,6 +116,7 @@ export class RpcServer {
       return;
     }
     let reply: ReplyParts;
+    let journaled = true;
     try {
       const entry = role.handlers.get(name);
       // Reaching an instance that does not serve the name means another instance bound it (a mixed
@@ -126,6 +127,7 @@ export class RpcServer {
           `The ${role.service} service is not available.`,
         );
       }
+      journaled = entry.descriptor.journal;
       const request = validatorOf(entry.descriptor.request).assert(
         decodeBody(message.content, properties.contentType),
         `${name} request`,
@@ -145,7 +147,7 @@ export class RpcServer {
       } else ctx.log.debug({ kind: appError.kind, code: appError.code }, "RPC answered with an error");
       reply = errorReply(appError);
     }
-    this.sendReply(channel, message, name, ctx.requestId, reply);
+    this.sendReply(channel, message, name, ctx.requestId, reply, journaled);
     safeAck(this.bus.log, channel, message);
   }
 
@@ -155,6 +157,7 @@ export class RpcServer {
     name: string,
     requestId: string,
     reply: ReplyParts,
+    journaled: boolean,
   ): void {
     const replyTo = request.properties.replyTo;
     let encoded: ReturnType<typeof encodeBody>;
@@ -188,6 +191,6 @@ export class RpcServer {
         return;
       }
     }
-    if (this.bus.journal) journalCopy(this.bus.log, channel, name, encoded.body, properties);
+    if (this.bus.journal && journaled) journalCopy(this.bus.log, channel, name, encoded.body, properties);
   }
 }

@@ -31,6 +31,7 @@ beforeAll(async () => {
   server = await createAmqpBus({ url: vhost.url, service: "users", logger: log });
   await server.serve(TestRpc.echo, async ({ text }, ctx) => ({ text, requestId: ctx.requestId }));
   await server.serve(TestRpc.bytes, async ({ file }) => ({ reversed: file, size: file.byteLength }));
+  await server.serve(TestRpc.secret, async ({ token }) => ({ jwt: `jwt-for-${token}` }));
   await server.subscribe("audit", TestEvents.happened, async (_payload, ctx) => {
     audited.set(ctx.messageId, (audited.get(ctx.messageId) ?? 0) + 1);
   });
@@ -99,6 +100,24 @@ describe("journal", () => {
     // Offsets are the stream's: increasing in journal order.
     const offsets = records.map((r) => r.offset ?? -1);
     expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
+  });
+
+  it("never journals a call marked as carrying secrets, in either direction", async () => {
+    expect(await client.call(TestRpc.secret, { token: "s3cret" }, { requestId: "journal-secret" })).toEqual({
+      jwt: "jwt-for-s3cret",
+    });
+    await client.call(TestRpc.echo, { text: "after" }, { requestId: "after-secret" });
+    let records: JournalRecord[] = [];
+    await waitFor(
+      async () => {
+        records = await readJournal();
+        return records.filter((r) => r.requestId === "after-secret").length === 2;
+      },
+      10_000,
+      "the later call in the journal",
+    );
+    expect(records.filter((r) => r.requestId === "journal-secret")).toEqual([]);
+    expect(JSON.stringify(records)).not.toContain("s3cret");
   });
 
   it("filters by routing-key pattern, kind and limit, and starts at an offset", async () => {

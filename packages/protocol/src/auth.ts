@@ -37,15 +37,18 @@ export const AuthRpc = {
     request: Type.Object({ login: UserLoginRequest, origin: Origin }),
     response: Type.String({ description: "the JWT" }),
     timeoutMs: 15_000,
+    journal: false,
   }),
   register: defineRpc("auth.user.register", {
     request: Type.Object({ register: UserRegisterRequest, origin: Origin }),
     response: Type.String({ description: "the new user's id" }),
     timeoutMs: 20_000,
+    journal: false,
   }),
   verifyEmail: defineRpc("auth.email.verify", {
     request: Type.Object({ email: Type.String(), token: Type.String() }),
     response: Type.String(),
+    journal: false,
   }),
   jwks: defineRpc("auth.keys.jwks", { request: Type.Object({}), response: Jwks }),
 } as const;

@@ -16,6 +16,11 @@ export interface RpcDescriptor<Req extends TSchema = TSchema, Res extends TSchem
   readonly response: Res;
   /** Default deadline for a call; uploads and chain reads ask for more. */
   readonly timeoutMs: number | undefined;
+  /**
+   * False for calls that carry secrets (signatures, tokens, JWTs): they are never copied to the
+   * replayable journal, which keeps messages for days.
+   */
+  readonly journal: boolean;
 }
 
 /** A fact that happened: `<service>.<entity>.<past-participle>`. */
@@ -31,7 +36,7 @@ export type PayloadOf<D extends EventDescriptor> = Static<D["payload"]>;
 
 export function defineRpc<Req extends TSchema, Res extends TSchema>(
   name: `${ServiceName}.${string}.${string}`,
-  shape: { request: Req; response: Res; timeoutMs?: number },
+  shape: { request: Req; response: Res; timeoutMs?: number; journal?: boolean },
 ): RpcDescriptor<Req, Res> {
   const service = name.slice(0, name.indexOf(".")) as ServiceName;
   return {
@@ -41,6 +46,7 @@ export function defineRpc<Req extends TSchema, Res extends TSchema>(
     request: shape.request,
     response: shape.response,
     timeoutMs: shape.timeoutMs,
+    journal: shape.journal ?? true,
   };
 }
 

@@ -73,6 +73,12 @@ export const TestRpc = {
       attempt: Type.Integer(),
     }),
   }),
+  /** Carries a secret: never copied to the journal. */
+  secret: defineRpc("users.test.secret", {
+    request: Type.Object({ token: Type.String() }),
+    response: Type.Object({ jwt: Type.String() }),
+    journal: false,
+  }),
   slow: defineRpc("users.test.slow", {
     request: Type.Object({ ms: Type.Integer() }),
     response: Type.Object({ waited: Type.Integer() }),

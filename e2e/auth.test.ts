@@ -1,0 +1,306 @@
+import { createAmqpBus } from "@fundraise/bus";
+import { registryAt } from "@fundraise/contracts";
+import { ChainEvents } from "@fundraise/protocol";
+import { silentLogger } from "@fundraise/service-kit";
+import { Wallet } from "ethers";
+import { createRemoteJWKSet, jwtVerify } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type System, startSystem } from "./system.ts";
+
+// Sign-up and sign-in as a user does it, across users, auth and the gateway as separate processes,
+// with real wallets, a real chain and a real SMTP server.
+let sys: System;
+beforeAll(async () => {
+  sys = await startSystem();
+});
+afterAll(() => sys?.stop());
+
+interface Answer {
+  status: number;
+  body: { data: unknown; success: boolean; message: string | null };
+}
+
+async function api(
+  method: string,
+  path: string,
+  options: { token?: string; body?: unknown; raw?: string } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  if (options.body !== undefined || options.raw !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(`${sys.gatewayUrl}${path}`, {
+    method,
+    headers,
+    body: options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
+  });
+  return { status: res.status, body: (await res.json()) as Answer["body"] };
+}
+
+let counter = 0;
+const newWallet = () => Wallet.createRandom();
+
+async function register(
+  wallet: { address: string; signMessage(m: string): Promise<string> },
+  name = `user${++counter}`,
+) {
+  const mailAddress = `${name}@example.org`;
+  const res = await api("POST", "/Authentication/Register", {
+    body: {
+      Name: "Ada",
+      Surname: "Lovelace",
+      Username: name,
+      MailAddress: mailAddress,
+      SignedMessage: await wallet.signMessage("REGISTER"),
+    },
+  });
+  return { res, mailAddress, username: name };
+}
+
+async function verifyFromMail(mailAddress: string) {
+  const mail = await sys.mailbox.next(mailAddress);
+  const link = /https?:\/\/\S+verify-email\?[^\s"<>]+/.exec(mail.text ?? "")?.[0];
+  expect(link, mail.text).toBeDefined();
+  const url = new URL((link as string).replaceAll("&amp;", "&"));
+  return api("GET", `${url.pathname}${url.search}`);
+}
+
+async function login(wallet: { address: string; signMessage(m: string): Promise<string> }) {
+  const nonce = await api("GET", `/Authentication/GetNonce/${wallet.address}`);
+  expect(nonce.status).toBe(200);
+  return api("POST", "/Authentication/Login", {
+    body: { address: wallet.address, signedMessage: await wallet.signMessage(`LOGIN: ${nonce.body.data}`) },
+  });
+}
+
+async function signedUpUser() {
+  const wallet = newWallet();
+  const { res, mailAddress, username } = await register(wallet);
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  expect((await verifyFromMail(mailAddress)).status).toBe(200);
+  return { wallet, mailAddress, username, userId: Number(res.body.data) };
+}
+
+async function tokenOf(wallet: { address: string; signMessage(m: string): Promise<string> }) {
+  const res = await login(wallet);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.data as string;
+}
+
+describe("sign-up and sign-in with a wallet", () => {
+  it("register → mail → link → nonce → sign → login → JWT verified against the JWKS → /user/get", async () => {
+    const { wallet, username, userId } = await signedUpUser();
+    const token = await tokenOf(wallet);
+    const jwks = createRemoteJWKSet(new URL(`${sys.gatewayUrl}/.well-known/jwks.json`));
+    const { payload, protectedHeader } = await jwtVerify(token, jwks, {
+      audience: "fundraise",
+      issuer: "fundraise-auth",
+    });
+    expect(protectedHeader.kid).toBeTruthy();
+    expect(payload).toMatchObject({
+      sub: String(userId),
+      unique_name: username,
+      role: "Base",
+      address: wallet.address,
+    });
+    const me = await api("GET", "/user/get", { token });
+    expect(me.status).toBe(200);
+    expect(me.body.data).toMatchObject({ id: userId, username, address: wallet.address, role: "Base" });
+  });
+
+  it("signs in with a Sign-In with Ethereum message", async () => {
+    const { wallet } = await signedUpUser();
+    const nonce = (await api("GET", `/Authentication/GetNonce/${wallet.address}`)).body.data;
+    const host = new URL(sys.gatewayUrl).host;
+    const message = [
+      `${host} wants you to sign in with your Ethereum account:`,
+      wallet.address,
+      "",
+      "Sign in to the fundraising platform.",
+      "",
+      `URI: ${sys.gatewayUrl}`,
+      "Version: 1",
+      `Chain ID: ${sys.deployment.chainId}`,
+      `Nonce: ${nonce}`,
+      `Issued At: ${new Date().toISOString()}`,
+    ].join("\n");
+    const res = await api("POST", "/Authentication/Login", {
+      body: { address: wallet.address, signedMessage: await wallet.signMessage(message), message },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(typeof res.body.data).toBe("string");
+  });
+
+  it("takes the role from the chain at login", async () => {
+    const { wallet } = await signedUpUser();
+    const admin = new Wallet(
+      sys.anvil.accounts[0] as string,
+      (await import("@fundraise/contracts")).createProvider(sys.anvil.url, sys.anvil.chainId),
+    );
+    const registry = registryAt(sys.deployment.registry, admin);
+    const tx = await registry.getFunction("editUserStatus")(wallet.address, 1);
+    await tx.wait();
+    const token = await tokenOf(wallet);
+    const claims = JSON.parse(Buffer.from(token.split(".")[1] as string, "base64url").toString());
+    expect(claims.role).toBe("Whitelist");
+    expect((await api("GET", "/user/get", { token })).body.data).toMatchObject({ role: "Whitelist" });
+  });
+
+  it("refuses to sign in before the e-mail is verified", async () => {
+    const wallet = newWallet();
+    expect((await register(wallet)).res.status).toBe(201);
+    const res = await login(wallet);
+    expect(res.status).toBe(403);
+    expect(res.body.success).toBe(false);
+  });
+});
+
+describe("attacks are refused", () => {
+  it("a replayed nonce", async () => {
+    const { wallet } = await signedUpUser();
+    const nonce = (await api("GET", `/Authentication/GetNonce/${wallet.address}`)).body.data;
+    const body = { address: wallet.address, signedMessage: await wallet.signMessage(`LOGIN: ${nonce}`) };
+    expect((await api("POST", "/Authentication/Login", { body })).status).toBe(200);
+    expect((await api("POST", "/Authentication/Login", { body })).status).toBe(401);
+  });
+
+  it("a signature of another address", async () => {
+    const { wallet } = await signedUpUser();
+    const nonce = (await api("GET", `/Authentication/GetNonce/${wallet.address}`)).body.data;
+    const other = newWallet();
+    const res = await api("POST", "/Authentication/Login", {
+      body: { address: wallet.address, signedMessage: await other.signMessage(`LOGIN: ${nonce}`) },
+    });
+    expect(res.status).toBe(401);
+  });
+
+  it("`alg: none`, a tampered role claim and a token of another key", async () => {
+    const { wallet } = await signedUpUser();
+    const token = await tokenOf(wallet);
+    const [, payload, signature] = token.split(".") as [string, string, string];
+    const claims = JSON.parse(Buffer.from(payload, "base64url").toString());
+    const admin = Buffer.from(JSON.stringify({ ...claims, role: "Admin" })).toString("base64url");
+    const none = `${Buffer.from(JSON.stringify({ alg: "none", typ: "JWT" })).toString("base64url")}.${admin}.`;
+    const tampered = `${token.split(".")[0]}.${admin}.${signature}`;
+    const { createTestSigner } = await import("../services/gateway/src/test/harness.ts");
+    const foreign = await (await createTestSigner()).sign({ userId: Number(claims.sub), role: "Admin" });
+    for (const bad of [none, tampered, foreign]) {
+      expect((await api("GET", "/user/getall", { token: bad })).status).toBe(401);
+    }
+  });
+
+  it("the token of a deleted user", async () => {
+    const { wallet } = await signedUpUser();
+    const token = await tokenOf(wallet);
+    expect((await api("DELETE", "/user/delete", { token })).status).toBe(200);
+    const until = Date.now() + 10_000;
+    let status = 0;
+    while (Date.now() < until && status !== 401) {
+      status = (await api("GET", "/user/get", { token })).status;
+      if (status !== 401) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).toBe(401);
+  });
+
+  it("the token of an admin demoted on chain (fact published as the chain indexer does)", async () => {
+    const { wallet } = await signedUpUser();
+    const chainAdmin = new Wallet(
+      sys.anvil.accounts[0] as string,
+      (await import("@fundraise/contracts")).createProvider(sys.anvil.url, sys.anvil.chainId),
+    );
+    const registry = registryAt(sys.deployment.registry, chainAdmin);
+    await (
+      await registry.getFunction("grantRole")(
+        (
+          await import("@fundraise/contracts")
+        ).ADMIN_ROLE,
+        wallet.address,
+      )
+    ).wait();
+    const token = await tokenOf(wallet);
+    expect((await api("GET", "/user/getall", { token })).status).toBe(200);
+    // The chain-indexer (its own issue) turns the registry's status event into this fact.
+    const indexer = await createAmqpBus({
+      url: sys.amqpUrl,
+      service: "chain-indexer-stand-in",
+      logger: silentLogger(),
+    });
+    try {
+      await indexer.publish(ChainEvents.userStatusChanged, {
+        origin: {
+          chainId: 31337,
+          txHash: `0x${"ab".repeat(32)}`,
+          logIndex: 0,
+          blockNumber: 1,
+          blockHash: `0x${"cd".repeat(32)}`,
+        },
+        address: wallet.address,
+        role: "Base",
+      });
+    } finally {
+      await indexer.close();
+    }
+    const until = Date.now() + 10_000;
+    let status = 0;
+    while (Date.now() < until && status !== 403 && status !== 401) {
+      status = (await api("GET", "/user/getall", { token })).status;
+      if (status === 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect([401, 403]).toContain(status);
+  });
+});
+
+describe("bad input gets a 4xx envelope and writes nothing", () => {
+  it("on every sign-up and sign-in endpoint", async () => {
+    const before = (await api("GET", "/user/learnusercount")).body.data;
+    const wallet = newWallet();
+    const sig = await wallet.signMessage("REGISTER");
+    const big = "x".repeat(1_000_000);
+    const cases: [string, string, unknown, number[]][] = [
+      ["POST", "/Authentication/Register", {}, [400]],
+      [
+        "POST",
+        "/Authentication/Register",
+        { name: 5, surname: [], username: {}, mailAddress: true, signedMessage: sig },
+        [400],
+      ],
+      [
+        "POST",
+        "/Authentication/Register",
+        { name: "A", surname: "B", username: "ok_name", mailAddress: "not-an-email", signedMessage: sig },
+        [400],
+      ],
+      [
+        "POST",
+        "/Authentication/Register",
+        { name: "A", surname: "B", username: "a", mailAddress: "a@b.org", signedMessage: sig },
+        [400],
+      ],
+      [
+        "POST",
+        "/Authentication/Register",
+        { name: big, surname: "B", username: "ok_name", mailAddress: "a@b.org", signedMessage: sig },
+        [400, 413],
+      ],
+      [
+        "POST",
+        "/Authentication/Register",
+        { name: "A", surname: "B", username: "ok_name", mailAddress: "a@b.org", signedMessage: "0x1234" },
+        [400, 401],
+      ],
+      ["POST", "/Authentication/Login", {}, [400, 401]],
+      ["POST", "/Authentication/Login", { address: "0x123", signedMessage: "x" }, [400, 401]],
+      ["POST", "/Authentication/Login", { address: wallet.address, signedMessage: big }, [400, 413]],
+      ["GET", "/Authentication/GetNonce/not-an-address", undefined, [400]],
+      ["GET", "/Authentication/verify-email?email=a@b.org&token=nope", undefined, [400]],
+      ["GET", "/Authentication/verify-email", undefined, [400]],
+    ];
+    for (const [method, path, body, statuses] of cases) {
+      const res = await api(method, path, { body });
+      expect(statuses, `${method} ${path} ${JSON.stringify(body)?.slice(0, 80)} → ${res.status}`).toContain(
+        res.status,
+      );
+      expect(res.body).toMatchObject({ success: false, data: null });
+    }
+    expect((await api("GET", "/user/learnusercount")).body.data).toBe(before);
+  });
+});

@@ -1,0 +1,218 @@
+import { ADMIN_ROLE, createProvider, registryAt, UserStatus } from "@fundraise/contracts";
+import { type HDNodeWallet, Wallet } from "ethers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type System, startSystem } from "./system.ts";
+
+// Every sign-in and user endpoint × every kind of caller, on the running system. Roles come from the
+// chain, as in production: the registry's admin role and user statuses, read by the auth service at login.
+const ROLES = ["anonymous", "Base", "Blacklist", "Whitelist", "Viewer", "Admin"] as const;
+type Role = (typeof ROLES)[number];
+
+let sys: System;
+const callers = new Map<Role, { wallet: HDNodeWallet; token: string | undefined; id: number }>();
+let n = 0;
+
+async function call(method: string, path: string, token?: string, body?: unknown) {
+  const res = await fetch(`${sys.gatewayUrl}${path}`, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = (await res.json()) as { success: boolean; data: unknown };
+  return { status: res.status, json };
+}
+
+async function signUp(wallet: HDNodeWallet) {
+  const username = `matrix_${++n}_${wallet.address.slice(2, 8).toLowerCase()}`;
+  const mailAddress = `${username}@example.org`;
+  const res = await call("POST", "/Authentication/Register", undefined, {
+    name: "M",
+    surname: "X",
+    username,
+    mailAddress,
+    signedMessage: await wallet.signMessage("REGISTER"),
+  });
+  expect(res.status, JSON.stringify(res.json)).toBe(201);
+  const mail = await sys.mailbox.next(mailAddress);
+  const link = /https?:\/\/\S+verify-email\?[^\s"<>]+/.exec(mail.text ?? "")?.[0] ?? "";
+  const url = new URL(link.replaceAll("&amp;", "&"));
+  expect((await call("GET", `${url.pathname}${url.search}`)).status).toBe(200);
+  return { id: Number(res.json.data), username };
+}
+
+async function signIn(wallet: HDNodeWallet) {
+  const nonce = await call("GET", `/Authentication/GetNonce/${wallet.address}`);
+  return call("POST", "/Authentication/Login", undefined, {
+    address: wallet.address,
+    signedMessage: await wallet.signMessage(`LOGIN: ${nonce.json.data}`),
+  });
+}
+
+async function newUser(role: Exclude<Role, "anonymous">) {
+  const wallet = Wallet.createRandom();
+  const { id } = await signUp(wallet);
+  const admin = new Wallet(sys.anvil.accounts[0] as string, createProvider(sys.anvil.url, sys.anvil.chainId));
+  const registry = registryAt(sys.deployment.registry, admin);
+  const status = {
+    Base: undefined,
+    Whitelist: UserStatus.Whitelisted,
+    Blacklist: UserStatus.Blacklisted,
+    Viewer: UserStatus.Viewer,
+    Admin: undefined,
+  }[role];
+  if (status !== undefined)
+    await (await registry.getFunction("editUserStatus")(wallet.address, status)).wait();
+  if (role === "Admin") await (await registry.getFunction("grantRole")(ADMIN_ROLE, wallet.address)).wait();
+  const login = await signIn(wallet);
+  expect(login.status, `${role}: ${JSON.stringify(login.json)}`).toBe(200);
+  return { wallet, token: login.json.data as string, id };
+}
+
+beforeAll(async () => {
+  sys = await startSystem();
+  for (const role of ROLES) {
+    if (role === "anonymous") callers.set(role, { wallet: Wallet.createRandom(), token: undefined, id: 0 });
+    else callers.set(role, await newUser(role));
+  }
+});
+afterAll(() => sys?.stop());
+
+const tokenOf = (role: Role) => callers.get(role)?.token;
+const row = (...statuses: number[]) =>
+  Object.fromEntries(ROLES.map((r, i) => [r, statuses[i]])) as Record<Role, number>;
+
+describe("authorization matrix", () => {
+  const cases: [string, () => Promise<Record<Role, number>>, Record<Role, number>][] = [
+    [
+      "GET /user/get",
+      async () => each((t) => call("GET", "/user/get", t)),
+      row(401, 200, 200, 200, 200, 200),
+    ],
+    [
+      "PUT /user/update",
+      async () => each((t) => call("PUT", "/user/update", t, { surname: "Updated" })),
+      row(401, 200, 200, 200, 200, 200),
+    ],
+    [
+      "GET /user/getall",
+      async () => each((t) => call("GET", "/user/getall", t)),
+      row(401, 403, 403, 403, 403, 200),
+    ],
+    [
+      "GET /user/learnusercount",
+      async () => each((t) => call("GET", "/user/learnusercount", t)),
+      row(200, 200, 200, 200, 200, 200),
+    ],
+    [
+      "PATCH /user/updaterole/{address}/{role}",
+      async () => {
+        const target = await newUser("Base");
+        return each((t) => call("PATCH", `/user/updaterole/${target.wallet.address}/Viewer`, t));
+      },
+      row(401, 403, 403, 403, 403, 200),
+    ],
+    [
+      "DELETE /user/deleteuser/{id}",
+      async () => {
+        const target = await newUser("Base");
+        return each((t) => call("DELETE", `/user/deleteuser/${target.id}`, t));
+      },
+      row(401, 403, 403, 403, 403, 200),
+    ],
+    [
+      "GET /Authentication/GetNonce/{address}",
+      async () =>
+        each((t, r) => call("GET", `/Authentication/GetNonce/${callers.get(r)?.wallet.address}`, t)),
+      row(200, 200, 200, 200, 200, 200),
+    ],
+    [
+      "POST /Authentication/Login",
+      async () =>
+        each(async (t, r) => {
+          const wallet = callers.get(r)?.wallet as HDNodeWallet;
+          const nonce = await call("GET", `/Authentication/GetNonce/${wallet.address}`);
+          return call("POST", "/Authentication/Login", t, {
+            address: wallet.address,
+            signedMessage: await wallet.signMessage(`LOGIN: ${nonce.json.data}`),
+          });
+        }),
+      // anonymous: a wallet that never signed up.
+      row(401, 200, 200, 200, 200, 200),
+    ],
+    [
+      "POST /Authentication/Register",
+      async () =>
+        each(async (t) => {
+          const wallet = Wallet.createRandom();
+          const username = `reg_${++n}_${wallet.address.slice(2, 8).toLowerCase()}`;
+          return call("POST", "/Authentication/Register", t, {
+            name: "R",
+            surname: "G",
+            username,
+            mailAddress: `${username}@example.org`,
+            signedMessage: await wallet.signMessage("REGISTER"),
+          });
+        }),
+      row(201, 201, 201, 201, 201, 201),
+    ],
+    [
+      "GET /Authentication/verify-email (wrong token)",
+      async () =>
+        each((t) => call("GET", "/Authentication/verify-email?email=x%40example.org&token=wrong", t)),
+      row(400, 400, 400, 400, 400, 400),
+    ],
+    // Project membership is the projects service's: signed-in callers reach it and learn it is not running yet.
+    [
+      "POST /user/invite",
+      async () => each((t) => call("POST", "/user/invite", t, { projectID: 1, username: "nobody" })),
+      row(401, 503, 503, 503, 503, 503),
+    ],
+    [
+      "PUT /user/invitationreply",
+      async () => each((t) => call("PUT", "/user/invitationreply", t, { projectID: 1, isAccepted: true })),
+      row(401, 503, 503, 503, 503, 503),
+    ],
+    [
+      "GET /user/getcoowners/{projectID}",
+      async () => each((t) => call("GET", "/user/getcoowners/1", t)),
+      row(401, 503, 503, 503, 503, 503),
+    ],
+    [
+      "DELETE /user/removecollab",
+      async () => each((t) => call("DELETE", "/user/removecollab", t, { projectID: 1, username: "nobody" })),
+      row(401, 503, 503, 503, 503, 503),
+    ],
+    [
+      "DELETE /user/delete",
+      async () => {
+        // Each role deletes a fresh account of its own, so the callers above survive.
+        const result = {} as Record<Role, number>;
+        for (const role of ROLES) {
+          const token = role === "anonymous" ? undefined : (await newUser(role)).token;
+          result[role] = (await call("DELETE", "/user/delete", token)).status;
+        }
+        return result;
+      },
+      row(401, 200, 200, 200, 200, 200),
+    ],
+  ];
+
+  async function each(
+    send: (token: string | undefined, role: Role) => Promise<{ status: number; json: { success: boolean } }>,
+  ) {
+    const result = {} as Record<Role, number>;
+    for (const role of ROLES) {
+      const res = await send(tokenOf(role), role);
+      result[role] = res.status;
+      expect(res.json.success, `${role} → ${res.status}`).toBe(res.status < 300);
+    }
+    return result;
+  }
+
+  it.each(cases)("%s", async (_name, run, expected) => {
+    expect(await run()).toEqual(expected);
+  });
+});

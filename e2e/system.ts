@@ -1,0 +1,182 @@
+/**
+ * The system as separate processes for end-to-end tests: users, auth and the gateway on a run-own
+ * database, vhost and Redis prefix, a real anvil with the platform deployed, and a real SMTP server
+ * that keeps every mail it receives.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createTestVhost } from "@fundraise/bus/testing";
+import { type Deployment, writeDeployment } from "@fundraise/contracts";
+import { type AnvilInstance, deployFresh, startAnvil } from "@fundraise/contracts/testing";
+import { createTestDatabase } from "@fundraise/service-kit/testing";
+import { type ParsedMail, simpleParser } from "mailparser";
+import { SMTPServer } from "smtp-server";
+
+const root = join(import.meta.dirname, "..");
+
+export const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+export interface Mailbox {
+  mails: ParsedMail[];
+  /** Resolves with the first mail to `to` that arrives (or has arrived). */
+  next(to: string, timeoutMs?: number): Promise<ParsedMail>;
+}
+
+async function startSmtp(): Promise<{ url: string; mailbox: Mailbox; stop(): Promise<void> }> {
+  const mails: ParsedMail[] = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["STARTTLS"],
+    onData(stream, _session, callback) {
+      simpleParser(stream).then(
+        (mail) => {
+          mails.push(mail);
+          callback();
+        },
+        (error: Error) => callback(error),
+      );
+    },
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", () => resolve()));
+  const recipients = (mail: ParsedMail) =>
+    [mail.to]
+      .flat()
+      .flatMap((a) => a?.value ?? [])
+      .map((a) => a.address?.toLowerCase());
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    mailbox: {
+      mails,
+      async next(to, timeoutMs = 20_000) {
+        const until = Date.now() + timeoutMs;
+        for (;;) {
+          const found = mails.find((m) => recipients(m).includes(to.toLowerCase()));
+          if (found) {
+            mails.splice(mails.indexOf(found), 1);
+            return found;
+          }
+          if (Date.now() > until) throw new Error(`no mail to ${to} within ${timeoutMs} ms`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      },
+    },
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+export interface System {
+  gatewayUrl: string;
+  anvil: AnvilInstance;
+  deployment: Deployment;
+  mailbox: Mailbox;
+  amqpUrl: string;
+  redisPrefix: string;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+export async function startSystem(services = ["users", "auth", "gateway"]): Promise<System> {
+  const [db, vhost, anvil, smtp, port] = await Promise.all([
+    createTestDatabase("e2e"),
+    createTestVhost("e2e"),
+    startAnvil(),
+    startSmtp(),
+    freePort(),
+  ]);
+  const { deployment } = await deployFresh(anvil.url);
+  const stateDir = mkdtempSync(join(tmpdir(), "fundraise-e2e-"));
+  const deploymentFile = join(stateDir, "deployment.json");
+  writeDeployment(deploymentFile, deployment);
+  writeFileSync(join(stateDir, ".keep"), "");
+  const redisPrefix = `test:${randomBytes(4).toString("hex")}:`;
+  const gatewayUrl = `http://localhost:${port}`;
+  const env = {
+    ...process.env,
+    DATABASE_URL: db.url,
+    AMQP_URL: vhost.url,
+    REDIS_PREFIX: redisPrefix,
+    CHAIN_RPC_URL: anvil.url,
+    CHAIN_DEPLOYMENT_FILE: deploymentFile,
+    SMTP_URL: smtp.url,
+    PORT: String(port),
+    PUBLIC_BASE_URL: gatewayUrl,
+    MAIL_DIR: join(stateDir, "mail"),
+    LOG_LEVEL: "warn",
+  };
+  let output = "";
+  const children: ChildProcess[] = services.map((name) => {
+    const child = spawn(process.execPath, ["--import", "tsx", join("services", name, "src", "main.ts")], {
+      cwd: root,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout?.on("data", (c) => (output += c));
+    child.stderr?.on("data", (c) => (output += c));
+    return child;
+  });
+  const stop = async () => {
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null) return resolve();
+            const kill = setTimeout(() => child.kill("SIGKILL"), 10_000);
+            child.once("exit", () => {
+              clearTimeout(kill);
+              resolve();
+            });
+            child.kill("SIGTERM");
+          }),
+      ),
+    );
+    await Promise.all([smtp.stop(), anvil.stop()]);
+    await Promise.all([db.dispose(), vhost.dispose()]);
+    rmSync(stateDir, { recursive: true, force: true });
+  };
+  const until = Date.now() + 120_000;
+  for (;;) {
+    const ready = await fetch(`${gatewayUrl}/readyz`)
+      .then((r) => r.ok)
+      .catch(() => false);
+    // Ready also means the auth service answers (JWKS) and users answers (count).
+    const auth =
+      ready &&
+      (await fetch(`${gatewayUrl}/.well-known/jwks.json`).then(
+        (r) => r.ok,
+        () => false,
+      ));
+    const users =
+      ready &&
+      (await fetch(`${gatewayUrl}/user/learnusercount`).then(
+        (r) => r.ok,
+        () => false,
+      ));
+    if (ready && (auth || !services.includes("auth")) && (users || !services.includes("users"))) break;
+    if (Date.now() > until || children.some((c) => c.exitCode !== null)) {
+      await stop();
+      throw new Error(`the system did not come up:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return {
+    gatewayUrl,
+    anvil,
+    deployment,
+    mailbox: smtp.mailbox,
+    amqpUrl: vhost.url,
+    redisPrefix,
+    output: () => output,
+    stop,
+  };
+}

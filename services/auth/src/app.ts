@@ -1,0 +1,161 @@
+import { type Bus, createOutboxRelay, type OutboxRelay, pruneProcessedMessages } from "@fundraise/bus";
+import { loadDeployment } from "@fundraise/contracts";
+import { createOrm, type Logger } from "@fundraise/service-kit";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { type ChainReader, createChainReader } from "./chain/chain.ts";
+import type { AuthConfig } from "./config.ts";
+import { migrations } from "./db/migrations/index.ts";
+import { sqlExecutorOf } from "./db/sql.ts";
+import { createKeyStore, type KeyStore } from "./keys/key-store.ts";
+import { SigningKey } from "./keys/signing-key.entity.ts";
+import { createTokenIssuer } from "./keys/token-issuer.ts";
+import { createMailer } from "./mail/mailer.ts";
+import { serveAuthRpc } from "./rpc/index.ts";
+import { createSessionStore } from "./sessions/session-store.ts";
+import { type AuthService, createAuthService } from "./sign-in/auth.service.ts";
+import { createNonceStore } from "./sign-in/nonce-store.ts";
+import { createRateLimiter } from "./sign-in/rate-limiter.ts";
+import { authSubscribers, subscribeAuth } from "./subscribers/index.ts";
+import { EmailVerification } from "./verification/email-verification.entity.ts";
+import { pruneVerifications } from "./verification/verification.repository.ts";
+
+export interface AuthApp {
+  auth: AuthService;
+  keys: KeyStore;
+  /** The event handlers, also reachable without the bus (tests drive duplicates through them). */
+  subscribers: ReturnType<typeof authSubscribers>;
+  relay: OutboxRelay;
+  /** Stops the outbox relay: call before closing the bus, so a pass under way can finish publishing. */
+  stopRelay(): Promise<void>;
+  /** Closes everything but the bus (main.ts owns it). */
+  stop(): Promise<void>;
+}
+
+const MAINTENANCE_INTERVAL_MS = 3_600_000;
+/** Handled-message claims outlive the bus's redelivery and the journal's replay window (7 days). */
+const PROCESSED_MESSAGE_RETENTION_MS = 14 * 86_400_000;
+/** Verification rows stay this long past their expiry (a used link still answers 200 meanwhile). */
+const VERIFICATION_RETENTION_MS = 30 * 86_400_000;
+
+/** Composition root: the only place that sees every dependency of the auth service. */
+export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus: Bus }): Promise<AuthApp> {
+  const { config, log, bus } = deps;
+  const deployment = loadDeployment(config.chain.deploymentFile);
+  const closers: (() => Promise<unknown> | unknown)[] = [];
+  const close = async () => {
+    for (const closeOne of closers.reverse()) {
+      try {
+        await closeOne();
+      } catch (err) {
+        log.warn({ err }, "close failed");
+      }
+    }
+  };
+  try {
+    const orm = await createOrm({
+      url: config.db.url,
+      schema: config.db.schema,
+      entities: [SigningKey, EmailVerification],
+      migrations,
+      log,
+    });
+    closers.push(() => orm.close());
+    const em = () => orm.em.fork();
+
+    const redis = new Redis(config.redis.url, { maxRetriesPerRequest: 1, connectTimeout: 5_000 });
+    redis.on("error", (err) => log.warn({ err }, "redis error"));
+    closers.push(() => redis.quit().catch(() => redis.disconnect()));
+
+    const chain = createChainReader({ url: config.chain.url, deployment, timeoutMs: config.chain.timeoutMs });
+    closers.push(() => chain.close());
+    await checkChain(chain, config.chain.url, log);
+
+    const mailer = createMailer({ ...config.mail, log });
+    closers.push(() => mailer.close());
+
+    const keys = createKeyStore({
+      em,
+      log,
+      rotationDays: config.keys.rotationDays,
+      tokenTtlSeconds: config.jwt.ttlSeconds,
+    });
+    await keys.ensureCurrent();
+    // Hourly: rotate the signing key when due, and forget what no longer matters.
+    const maintenance = setInterval(() => {
+      keys.ensureCurrent().catch((err: unknown) => log.error({ err }, "signing key check failed"));
+      const db = em();
+      Promise.all([
+        pruneProcessedMessages(sqlExecutorOf(db), PROCESSED_MESSAGE_RETENTION_MS, "auth"),
+        pruneVerifications(db, new Date(Date.now() - VERIFICATION_RETENTION_MS)),
+      ]).catch((err: unknown) => log.warn({ err }, "pruning failed"));
+    }, MAINTENANCE_INTERVAL_MS);
+    maintenance.unref();
+    closers.push(() => clearInterval(maintenance));
+
+    const pool = new pg.Pool({ connectionString: config.db.url, max: 2 });
+    pool.on("error", (err) => log.warn({ err }, "outbox pool error"));
+    closers.push(() => pool.end());
+    const relay = createOutboxRelay({ pool, bus, schema: "auth", logger: log });
+    closers.push(() => relay.stop());
+
+    const sessions = createSessionStore(redis, config.redis.prefix, config.jwt.ttlSeconds);
+    const auth = createAuthService({
+      bus,
+      em,
+      nonces: createNonceStore(redis, config.redis.prefix, config.signIn.nonceTtlSeconds),
+      rateLimiter: createRateLimiter(redis, config.redis.prefix),
+      chain,
+      tokens: createTokenIssuer({
+        keys,
+        issuer: config.jwt.issuer,
+        audience: config.jwt.audience,
+        ttlSeconds: config.jwt.ttlSeconds,
+      }),
+      sessions,
+      mailer,
+      log,
+      settings: {
+        publicBaseUrl: config.publicBaseUrl,
+        siweDomain: config.signIn.siweDomain,
+        nonceTtlSeconds: config.signIn.nonceTtlSeconds,
+        clockSkewSeconds: config.signIn.clockSkewSeconds,
+        legacyMessages: config.signIn.legacyMessages,
+        verificationTtlHours: config.verification.ttlHours,
+        rateLimits: config.rateLimits,
+      },
+    });
+    const subscribers = authSubscribers({
+      em,
+      sessions,
+      auth,
+      verificationTtlHours: config.verification.ttlHours,
+    });
+    await serveAuthRpc(bus, auth, keys);
+    await subscribeAuth(bus, subscribers);
+    log.info({ chainId: deployment.chainId, registry: deployment.registry }, "auth service ready");
+    return { auth, keys, subscribers, relay, stopRelay: () => relay.stop(), stop: close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+/**
+ * A chain that answers with another chain id than the deployment file's is a configuration error (every
+ * role read would be wrong): refuse to start. An unreachable chain is not: logins answer 503 until it is back.
+ */
+async function checkChain(chain: ChainReader, url: string, log: Logger): Promise<void> {
+  let actual: number;
+  try {
+    actual = await chain.fetchChainId();
+  } catch (err) {
+    log.warn({ err, chainRpcUrl: url }, "the chain is unreachable; sign-in answers 503 until it is back");
+    return;
+  }
+  if (actual !== chain.chainId) {
+    throw new Error(
+      `CHAIN_RPC_URL serves chain ${actual} but the deployment file is for chain ${chain.chainId}`,
+    );
+  }
+}

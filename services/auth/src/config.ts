@@ -1,0 +1,148 @@
+import { isAbsolute, resolve } from "node:path";
+import { AmqpEnv, ConfigError, DatabaseEnv, LogEnv, loadEnv, RedisEnv } from "@fundraise/service-kit";
+import Type from "typebox";
+
+/**
+ * The auth service's environment. Shared names (PUBLIC_BASE_URL, JWT_ISSUER, JWT_AUDIENCE) are declared
+ * exactly as the gateway declares them: one name means one thing (scripts/env-example.ts checks it).
+ */
+export const AuthEnv = {
+  ...DatabaseEnv,
+  ...AmqpEnv,
+  ...RedisEnv,
+  ...LogEnv,
+  CHAIN_RPC_URL: Type.String({
+    default: "http://127.0.0.1:8545",
+    pattern: "^(https?|wss?)://",
+    description: "EVM JSON-RPC endpoint; unset: `pnpm start` starts anvil and deploys the contracts",
+  }),
+  CHAIN_DEPLOYMENT_FILE: Type.String({
+    default: ".local/chain/deployment.json",
+    description: "deployment file written by the contracts deploy script (chain id, registry address)",
+  }),
+  CHAIN_TIMEOUT_MS: Type.Integer({
+    default: 5000,
+    minimum: 100,
+    description: "timeout of one chain JSON-RPC request (role and EIP-1271 reads); past it login answers 503",
+  }),
+  SMTP_URL: Type.String({
+    default: "",
+    pattern: "^(smtps?://.*)?$",
+    description:
+      "mail server (smtp://user:pass@host:port or smtps://); unset: mail is written as .eml files to MAIL_DIR",
+  }),
+  MAIL_DIR: Type.String({
+    default: ".local/mail",
+    description: "where verification mail is written as .eml files when SMTP_URL is unset",
+  }),
+  MAIL_FROM: Type.String({
+    default: "Fundraise <no-reply@localhost>",
+    minLength: 3,
+    description: "sender of verification mail",
+  }),
+  PUBLIC_BASE_URL: Type.String({
+    default: "http://localhost:8080",
+    pattern: "^https?://",
+    description: "where the gateway is reached from outside (mail links)",
+  }),
+  JWT_ISSUER: Type.String({ default: "fundraise-auth", description: "expected `iss` of access tokens" }),
+  JWT_AUDIENCE: Type.String({ default: "fundraise", description: "expected `aud` of access tokens" }),
+  TOKEN_TTL_SECONDS: Type.Integer({
+    default: 7200,
+    minimum: 60,
+    maximum: 604_800,
+    description: "lifetime of an access token (seconds)",
+  }),
+  VERIFICATION_TTL_HOURS: Type.Number({
+    default: 24,
+    exclusiveMinimum: 0,
+    maximum: 720,
+    description:
+      "lifetime of an e-mail verification link (hours); an unverified sign-up blocks its data this long",
+  }),
+  NONCE_TTL_SECONDS: Type.Integer({
+    default: 300,
+    minimum: 10,
+    maximum: 3600,
+    description: "lifetime of a GetNonce nonce (seconds); also the oldest accepted SIWE Issued At",
+  }),
+  LEGACY_MESSAGES: Type.Boolean({
+    default: true,
+    description: "accept the legacy signed texts `LOGIN: <nonce>` and `REGISTER` besides EIP-4361",
+  }),
+  SIWE_DOMAIN: Type.String({
+    default: "",
+    description: "the domain EIP-4361 messages must name; empty: the host of PUBLIC_BASE_URL",
+  }),
+  SIWE_CLOCK_SKEW_SECONDS: Type.Integer({
+    default: 60,
+    minimum: 0,
+    maximum: 600,
+    description: "tolerated clock difference for EIP-4361 Issued At, Expiration Time and Not Before",
+  }),
+  KEY_ROTATION_DAYS: Type.Number({
+    default: 30,
+    exclusiveMinimum: 0,
+    maximum: 3650,
+    description: "age after which a new token signing key is created (checked at start-up and hourly)",
+  }),
+  NONCE_PER_ADDRESS_PER_MINUTE: Type.Integer({
+    default: 10,
+    minimum: 1,
+    description: "GetNonce calls per address per minute (429 beyond)",
+  }),
+  LOGIN_PER_ADDRESS_PER_MINUTE: Type.Integer({
+    default: 10,
+    minimum: 1,
+    description: "Login attempts per address per minute (429 beyond)",
+  }),
+  REGISTER_PER_ADDRESS_PER_HOUR: Type.Integer({
+    default: 5,
+    minimum: 1,
+    description: "Register calls per address per hour (429 beyond)",
+  }),
+};
+
+export type AuthConfig = ReturnType<typeof loadConfig>;
+
+/** Reads and checks the environment once (main.ts); tests pass literals. */
+export function loadConfig(env: Record<string, string | undefined> = process.env, cwd = process.cwd()) {
+  const e = loadEnv(AuthEnv, env);
+  const base = new URL(e.PUBLIC_BASE_URL);
+  const siweDomain = e.SIWE_DOMAIN || base.host;
+  if (!/^[A-Za-z0-9.-]+(:\d+)?$/.test(siweDomain)) {
+    throw new ConfigError(["SIWE_DOMAIN must be a host with an optional port, like app.example.com:8443"]);
+  }
+  const path = (p: string) => (isAbsolute(p) ? p : resolve(cwd, p));
+  return Object.freeze({
+    db: { url: e.DATABASE_URL, schema: "auth" },
+    amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },
+    redis: { url: e.REDIS_URL, prefix: e.REDIS_PREFIX },
+    log: { level: e.LOG_LEVEL },
+    chain: {
+      url: e.CHAIN_RPC_URL,
+      deploymentFile: path(e.CHAIN_DEPLOYMENT_FILE),
+      timeoutMs: e.CHAIN_TIMEOUT_MS,
+    },
+    mail: {
+      smtpUrl: e.SMTP_URL === "" ? undefined : e.SMTP_URL,
+      dir: path(e.MAIL_DIR),
+      from: e.MAIL_FROM,
+    },
+    publicBaseUrl: base.toString().replace(/\/+$/, ""),
+    jwt: { issuer: e.JWT_ISSUER, audience: e.JWT_AUDIENCE, ttlSeconds: e.TOKEN_TTL_SECONDS },
+    keys: { rotationDays: e.KEY_ROTATION_DAYS },
+    verification: { ttlHours: e.VERIFICATION_TTL_HOURS },
+    signIn: {
+      nonceTtlSeconds: e.NONCE_TTL_SECONDS,
+      legacyMessages: e.LEGACY_MESSAGES,
+      siweDomain: siweDomain.toLowerCase(),
+      clockSkewSeconds: e.SIWE_CLOCK_SKEW_SECONDS,
+    },
+    rateLimits: {
+      noncePerMinute: e.NONCE_PER_ADDRESS_PER_MINUTE,
+      loginPerMinute: e.LOGIN_PER_ADDRESS_PER_MINUTE,
+      registerPerHour: e.REGISTER_PER_ADDRESS_PER_HOUR,
+    },
+  });
+}

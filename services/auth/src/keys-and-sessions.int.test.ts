@@ -1,0 +1,191 @@
+import { randomUUID } from "node:crypto";
+import type { MessageContext } from "@fundraise/bus";
+import { waitFor } from "@fundraise/bus/testing";
+import { AuthRpc, UsersEvents } from "@fundraise/protocol";
+import { silentLogger } from "@fundraise/service-kit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { VERIFIED_MESSAGE } from "./sign-in/auth.service.ts";
+import {
+  failureOf,
+  type Harness,
+  legacyLogin,
+  newWallet,
+  startHarness,
+  verifyToken,
+} from "./test/harness.ts";
+import { verificationLinkIn } from "./test/smtp.ts";
+
+// Signing keys, the JWKS and the session hash the gateway reads, on the real servers. The users service
+// is another team's work in progress: its RPCs are answered by an in-test stand-in, and its events are
+// published here on the real bus as it would publish them.
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness();
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+const sessionKey = (userId: number) => `${h.prefix}session:${userId}`;
+
+async function signedInUser() {
+  const wallet = newWallet();
+  const user = h.users.seed({ address: wallet.address });
+  const token = await legacyLogin(h, wallet);
+  return { wallet, user, token };
+}
+
+describe("users service stand-in: signing keys and JWKS", () => {
+  it("serves the signing key's public half with its kid (ES256, no private part)", async () => {
+    const { token } = await signedInUser();
+    const { kid } = await verifyToken(h, token);
+    const jwks = await h.client.call(AuthRpc.jwks, {});
+    const key = jwks.keys.find((k) => k.kid === kid);
+    expect(key).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256", use: "sig" });
+    for (const k of jwks.keys) expect(k).not.toHaveProperty("d");
+    const { rows } = await h.sql.query(
+      "select kid, private_jwk is not null as has_private from auth.signing_key",
+    );
+    expect(rows).toContainEqual({ kid, has_private: true });
+  });
+
+  it("rotates without logging anybody out: old tokens verify until they expire", async () => {
+    const before = await signedInUser();
+    const oldKid = (await verifyToken(h, before.token)).kid;
+    const newKid = await h.app.keys.rotate();
+    expect(newKid).not.toBe(oldKid);
+
+    const after = await legacyLogin(h, before.wallet);
+    expect((await verifyToken(h, after)).kid).toBe(newKid);
+    expect((await verifyToken(h, before.token)).kid).toBe(oldKid);
+    const kids = (await h.client.call(AuthRpc.jwks, {})).keys.map((k) => k.kid);
+    expect(kids).toEqual(expect.arrayContaining([oldKid, newKid]));
+    // The retired key keeps only its public half.
+    const { rows } = await h.sql.query("select private_jwk from auth.signing_key where kid = $1", [oldKid]);
+    expect(rows[0]?.private_jwk).toBeNull();
+
+    // Once every token it signed has expired (TTL 2 h, plus cache and margin), it leaves the JWKS.
+    await h.sql.query("update auth.signing_key set retired_at = now() - interval '3 hours' where kid = $1", [
+      oldKid,
+    ]);
+    const later = (await h.client.call(AuthRpc.jwks, {})).keys.map((k) => k.kid);
+    expect(later).not.toContain(oldKid);
+    await expect(verifyToken(h, before.token)).rejects.toThrow();
+  });
+
+  it("creates a new key when the newest is older than the rotation period", async () => {
+    const { token } = await signedInUser();
+    const current = (await verifyToken(h, token)).kid;
+    await h.app.keys.ensureCurrent();
+    expect((await h.app.keys.signingKey()).kid).toBe(current);
+    await h.sql.query("update auth.signing_key set created_at = now() - interval '31 days' where kid = $1", [
+      current,
+    ]);
+    await h.app.keys.ensureCurrent();
+    const next = (await h.app.keys.signingKey()).kid;
+    expect(next).not.toBe(current);
+    // Tokens of the replaced key still verify.
+    expect((await verifyToken(h, token)).kid).toBe(current);
+  });
+});
+
+describe("users service stand-in: session hash from users events", () => {
+  it("users.user.deleted: older tokens are revoked and the role dropped", async () => {
+    const { wallet, user, token } = await signedInUser();
+    const { claims } = await verifyToken(h, token);
+    expect(await h.redis.hget(sessionKey(user.id), "role")).toBe("Base");
+    await h.client.publish(UsersEvents.deleted, { userId: user.id, address: wallet.address });
+    await waitFor(
+      async () => (await h.redis.hexists(sessionKey(user.id), "revokedBefore")) === 1,
+      10_000,
+      "revocation",
+    );
+    const session = await h.redis.hgetall(sessionKey(user.id));
+    expect(session.role).toBeUndefined();
+    // The gateway refuses tokens with iat < revokedBefore: the token just issued is among them.
+    expect(Number(session.revokedBefore)).toBeGreaterThan(claims.iat);
+    expect(await h.redis.ttl(sessionKey(user.id))).toBeGreaterThan(7200);
+  });
+
+  it("users.user.role-changed by the chain: the role follows, tokens stay valid", async () => {
+    const { wallet, user } = await signedInUser();
+    await h.client.publish(UsersEvents.roleChanged, {
+      userId: user.id,
+      address: wallet.address,
+      role: "Viewer",
+      previousRole: "Base",
+      changedBy: "chain",
+    });
+    await waitFor(async () => (await h.redis.hget(sessionKey(user.id), "role")) === "Viewer", 10_000, "role");
+    expect(await h.redis.hexists(sessionKey(user.id), "revokedBefore")).toBe(0);
+  });
+
+  it("users.user.role-changed by an admin: the role follows and older tokens are revoked", async () => {
+    const { wallet, user, token } = await signedInUser();
+    const { claims } = await verifyToken(h, token);
+    await h.client.publish(UsersEvents.roleChanged, {
+      userId: user.id,
+      address: wallet.address,
+      role: "Whitelist",
+      previousRole: "Base",
+      changedBy: "7",
+    });
+    await waitFor(
+      async () => (await h.redis.hget(sessionKey(user.id), "role")) === "Whitelist",
+      10_000,
+      "role",
+    );
+    expect(Number(await h.redis.hget(sessionKey(user.id), "revokedBefore"))).toBeGreaterThan(claims.iat);
+  });
+
+  it("users.user.email-changed: the new address gets a link that verifies it", async () => {
+    const { wallet, user } = await signedInUser();
+    const mailAddress = `new.${user.id}@example.org`;
+    const row = h.users.rows.get(user.id);
+    if (row) Object.assign(row, { mailAddress, isVerified: false });
+    await h.client.publish(UsersEvents.emailChanged, {
+      userId: user.id,
+      address: wallet.address,
+      mailAddress,
+    });
+    const mail = await h.smtp.next(mailAddress);
+    expect(mail.subject).toBe("Verify your new e-mail address");
+    const link = verificationLinkIn(mail);
+    expect(await h.client.call(AuthRpc.verifyEmail, { email: link.email, token: link.token })).toBe(
+      VERIFIED_MESSAGE,
+    );
+    expect(h.users.calls.markVerified).toContainEqual({ userId: user.id, mailAddress });
+  });
+
+  it("handles a redelivered event once (auth.processed_message)", async () => {
+    const { wallet, user } = await signedInUser();
+    const mailAddress = `twice.${user.id}@example.org`;
+    const ctx: MessageContext = {
+      requestId: randomUUID(),
+      messageId: randomUUID(),
+      deadline: undefined,
+      traceparent: undefined,
+      attempt: 1,
+      log: silentLogger(),
+    };
+    const payload = { userId: user.id, address: wallet.address, mailAddress };
+    await h.app.subscribers.emailChanged(payload, ctx);
+    await h.app.subscribers.emailChanged(payload, { ...ctx, attempt: 2 });
+    const first = verificationLinkIn(await h.smtp.next(mailAddress));
+    expect(h.smtp.received.filter((m) => m.to.includes(mailAddress))).toHaveLength(1);
+    const { rows } = await h.sql.query(
+      "select count(*)::int as n from auth.email_verification where user_id = $1",
+      [user.id],
+    );
+    expect(rows[0]?.n).toBe(1);
+    // A new message id is a new change: a new mail, and the earlier link stops working.
+    await h.app.subscribers.emailChanged(payload, { ...ctx, messageId: randomUUID() });
+    await h.smtp.next(mailAddress, 1);
+    const failure = await failureOf(
+      h.client.call(AuthRpc.verifyEmail, { email: first.email, token: first.token }),
+    );
+    expect(failure.code).toBe("VERIFICATION_TOKEN_INVALID");
+  });
+});

@@ -1,0 +1,64 @@
+import { getAddress, hashMessage, Signature, verifyMessage } from "ethers";
+
+/** The texts the existing web client signs (behaviour.md §2); accepted while LEGACY_MESSAGES is on. */
+export const legacyLoginMessage = (nonce: number | string): string => `LOGIN: ${nonce}`;
+export const LEGACY_REGISTER_MESSAGE = "REGISTER";
+
+/** EIP-1271's answer for a valid signature: bytes4(keccak256("isValidSignature(bytes32,bytes)")). */
+export const EIP1271_MAGIC_VALUE = "0x1626ba7e";
+
+const HEX = /^0x(?:[0-9a-fA-F]{2})+$/;
+
+/** A signature as the client sends it: 0x-hex bytes (65 for an EOA, anything for a contract wallet). */
+export function isSignatureHex(value: string): boolean {
+  return HEX.test(value) && value.length <= 2 + 2 * 1024;
+}
+
+/** A well-formed address as EIP-55, or undefined (wrong length, bad characters, bad mixed-case checksum). */
+export function normalizeAddress(value: string): string | undefined {
+  if (!/^0x[0-9a-fA-F]{40}$/.test(value)) return undefined;
+  try {
+    return getAddress(value);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * EIP-191 `personal_sign` recovery: the EIP-55 address whose key signed `message`, or undefined when the
+ * signature is not a well-formed secp256k1 signature (wrong length, s in the upper half, bad v).
+ */
+export function recoverSigner(message: string, signature: string): string | undefined {
+  try {
+    // Signature.from enforces the canonical (low-s) form and a valid recovery id.
+    Signature.from(signature);
+    return verifyMessage(message, signature);
+  } catch {
+    return undefined;
+  }
+}
+
+/** What the chain must answer to check contract wallets (EIP-1271). */
+export interface ContractWalletChecker {
+  /** True when the address has code (a contract, or an EIP-7702 delegated account). */
+  hasCode(address: string): Promise<boolean>;
+  /** `isValidSignature(hash, signature)` on the contract; false when it reverts or answers anything else. */
+  isValidSignature(address: string, hash: string, signature: string): Promise<boolean>;
+}
+
+/**
+ * Did `address` sign `message`? An ECDSA signature by the address's own key is accepted without touching
+ * the chain; otherwise, when the address has code, the contract decides (EIP-1271) over
+ * `hashMessage(message)`, the EIP-191 hash the wallet signed. Chain failures propagate (503 upstream).
+ */
+export async function isSignedBy(
+  address: string,
+  message: string,
+  signature: string,
+  chain: ContractWalletChecker,
+): Promise<boolean> {
+  const recovered = recoverSigner(message, signature);
+  if (recovered !== undefined && recovered.toLowerCase() === address.toLowerCase()) return true;
+  if (!(await chain.hasCode(address))) return false;
+  return chain.isValidSignature(address, hashMessage(message), signature);
+}

@@ -1,0 +1,32 @@
+import type { Bus } from "@fundraise/bus";
+import { UsersEvents } from "@fundraise/protocol";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import type { SessionStore } from "../sessions/session-store.ts";
+import type { AuthService } from "../sign-in/auth.service.ts";
+import { CONSUMER } from "./process-once.ts";
+import { onUserDeleted } from "./user-deleted.ts";
+import { onUserEmailChanged } from "./user-email-changed.ts";
+import { onUserRoleChanged } from "./user-role-changed.ts";
+
+export interface SubscriberDeps {
+  em: () => EntityManager;
+  sessions: SessionStore;
+  auth: AuthService;
+  verificationTtlHours: number;
+}
+
+/** The handlers, by event; exported so tests can drive one directly (a duplicate delivery). */
+export function authSubscribers(deps: SubscriberDeps) {
+  return {
+    deleted: onUserDeleted(deps),
+    roleChanged: onUserRoleChanged(deps),
+    emailChanged: onUserEmailChanged(deps),
+  };
+}
+
+/** Events the auth service consumes, on queues `auth.<event>`. */
+export async function subscribeAuth(bus: Bus, handlers: ReturnType<typeof authSubscribers>): Promise<void> {
+  await bus.subscribe(CONSUMER, UsersEvents.deleted, handlers.deleted);
+  await bus.subscribe(CONSUMER, UsersEvents.roleChanged, handlers.roleChanged);
+  await bus.subscribe(CONSUMER, UsersEvents.emailChanged, handlers.emailChanged);
+}

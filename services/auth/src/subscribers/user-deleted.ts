@@ -1,0 +1,17 @@
+import type { EventHandler } from "@fundraise/bus";
+import { UsersEvents } from "@fundraise/protocol";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import type { SessionStore } from "../sessions/session-store.ts";
+import { deleteVerificationsOf } from "../verification/verification.repository.ts";
+import { handleOnce } from "./process-once.ts";
+
+/** A deleted user's tokens stop working at once (revokedBefore = now, role dropped); their links go too. */
+export const onUserDeleted =
+  (deps: { em: () => EntityManager; sessions: SessionStore }): EventHandler<typeof UsersEvents.deleted> =>
+  async (payload, ctx) => {
+    await handleOnce(deps.em(), UsersEvents.deleted.name, ctx, async (em) => {
+      await deleteVerificationsOf(em, payload.userId);
+      await deps.sessions.revoke(payload.userId, null);
+      ctx.log.info({ userId: payload.userId }, "tokens of a deleted user revoked");
+    });
+  };

@@ -1,0 +1,27 @@
+import type { EventHandler } from "@fundraise/bus";
+import { UsersEvents } from "@fundraise/protocol";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import type { AuthService } from "../sign-in/auth.service.ts";
+import { handleOnce } from "./process-once.ts";
+
+/**
+ * A changed e-mail address is unverified until its link is followed: mail one. A mail failure throws, so
+ * the token is rolled back with the claim and the bus retries with backoff (then dead-letters).
+ */
+export const onUserEmailChanged =
+  (deps: {
+    em: () => EntityManager;
+    auth: AuthService;
+    verificationTtlHours: number;
+  }): EventHandler<typeof UsersEvents.emailChanged> =>
+  async (payload, ctx) => {
+    await handleOnce(deps.em(), UsersEvents.emailChanged.name, ctx, async (em) => {
+      await deps.auth.sendVerification(em, {
+        userId: payload.userId,
+        mailAddress: payload.mailAddress,
+        reason: "email-changed",
+        expiresAt: new Date(Date.now() + deps.verificationTtlHours * 3_600_000),
+      });
+      ctx.log.info({ userId: payload.userId }, "verification mail sent to a changed address");
+    });
+  };

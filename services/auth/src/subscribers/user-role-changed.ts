@@ -1,0 +1,25 @@
+import type { EventHandler } from "@fundraise/bus";
+import { UsersEvents } from "@fundraise/protocol";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import type { SessionStore } from "../sessions/session-store.ts";
+import { handleOnce } from "./process-once.ts";
+
+/**
+ * The session role follows the user's role at once. An admin's change also invalidates older tokens
+ * (behaviour.md §2); a change that came from the chain only updates the role.
+ */
+export const onUserRoleChanged =
+  (deps: { em: () => EntityManager; sessions: SessionStore }): EventHandler<typeof UsersEvents.roleChanged> =>
+  async (payload, ctx) => {
+    await handleOnce(deps.em(), UsersEvents.roleChanged.name, ctx, async () => {
+      if (payload.changedBy === "chain") {
+        await deps.sessions.setRole(payload.userId, payload.role);
+      } else {
+        await deps.sessions.revoke(payload.userId, payload.role);
+      }
+      ctx.log.info(
+        { userId: payload.userId, role: payload.role, changedBy: payload.changedBy },
+        "session role updated",
+      );
+    });
+  };
