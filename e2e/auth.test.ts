@@ -1,10 +1,11 @@
 import { createAmqpBus } from "@fundraise/bus";
-import { registryAt } from "@fundraise/contracts";
+import { ADMIN_ROLE, confirm, createProvider, registryAt } from "@fundraise/contracts";
 import { ChainEvents } from "@fundraise/protocol";
 import { silentLogger } from "@fundraise/service-kit";
 import { Wallet } from "ethers";
 import { createRemoteJWKSet, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deployContractWallet } from "../services/auth/src/test/contract-wallet.ts";
 import { type System, startSystem } from "./system.ts";
 
 // Sign-up and sign-in as a user does it, across users, auth and the gateway as separate processes,
@@ -72,6 +73,23 @@ async function login(wallet: { address: string; signMessage(m: string): Promise<
   });
 }
 
+/** An EIP-4361 message for the running system, with a fresh nonce from GetNonce. */
+async function siweMessage(address: string) {
+  const nonce = (await api("GET", `/Authentication/GetNonce/${address}`)).body.data;
+  return [
+    `${new URL(sys.gatewayUrl).host} wants you to sign in with your Ethereum account:`,
+    address,
+    "",
+    "Sign in to the fundraising platform.",
+    "",
+    `URI: ${sys.gatewayUrl}`,
+    "Version: 1",
+    `Chain ID: ${sys.deployment.chainId}`,
+    `Nonce: ${nonce}`,
+    `Issued At: ${new Date().toISOString()}`,
+  ].join("\n");
+}
+
 async function signedUpUser() {
   const wallet = newWallet();
   const { res, mailAddress, username } = await register(wallet);
@@ -109,20 +127,7 @@ describe("sign-up and sign-in with a wallet", () => {
 
   it("signs in with a Sign-In with Ethereum message", async () => {
     const { wallet } = await signedUpUser();
-    const nonce = (await api("GET", `/Authentication/GetNonce/${wallet.address}`)).body.data;
-    const host = new URL(sys.gatewayUrl).host;
-    const message = [
-      `${host} wants you to sign in with your Ethereum account:`,
-      wallet.address,
-      "",
-      "Sign in to the fundraising platform.",
-      "",
-      `URI: ${sys.gatewayUrl}`,
-      "Version: 1",
-      `Chain ID: ${sys.deployment.chainId}`,
-      `Nonce: ${nonce}`,
-      `Issued At: ${new Date().toISOString()}`,
-    ].join("\n");
+    const message = await siweMessage(wallet.address);
     const res = await api("POST", "/Authentication/Login", {
       body: { address: wallet.address, signedMessage: await wallet.signMessage(message), message },
     });
@@ -130,15 +135,51 @@ describe("sign-up and sign-in with a wallet", () => {
     expect(typeof res.body.data).toBe("string");
   });
 
+  it("signs up and in with a contract wallet (EIP-1271), its owner signing", async () => {
+    const owner = newWallet();
+    const deployer = new Wallet(
+      sys.anvil.accounts[1] as string,
+      createProvider(sys.anvil.url, sys.anvil.chainId),
+    );
+    const walletAddress = await deployContractWallet(deployer, deployer.provider as never, owner.address);
+    const username = `safe${++counter}`;
+    const mailAddress = `${username}@example.org`;
+    const registerMessage = await siweMessage(walletAddress);
+    const registered = await api("POST", "/Authentication/Register", {
+      body: {
+        name: "Multi",
+        surname: "Sig",
+        username,
+        mailAddress,
+        signedMessage: await owner.signMessage(registerMessage),
+        message: registerMessage,
+      },
+    });
+    expect(registered.status, JSON.stringify(registered.body)).toBe(201);
+    expect((await verifyFromMail(mailAddress)).status).toBe(200);
+    const message = await siweMessage(walletAddress);
+    const res = await api("POST", "/Authentication/Login", {
+      body: { address: walletAddress, signedMessage: await owner.signMessage(message), message },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const me = await api("GET", "/user/get", { token: res.body.data as string });
+    expect(me.body.data).toMatchObject({ address: walletAddress, username });
+    // Someone else's signature is refused by the contract.
+    const other = await siweMessage(walletAddress);
+    const refused = await api("POST", "/Authentication/Login", {
+      body: { address: walletAddress, signedMessage: await newWallet().signMessage(other), message: other },
+    });
+    expect(refused.status).toBe(401);
+  });
+
   it("takes the role from the chain at login", async () => {
     const { wallet } = await signedUpUser();
     const admin = new Wallet(
       sys.anvil.accounts[0] as string,
-      (await import("@fundraise/contracts")).createProvider(sys.anvil.url, sys.anvil.chainId),
+      createProvider(sys.anvil.url, sys.anvil.chainId),
     );
     const registry = registryAt(sys.deployment.registry, admin);
-    const tx = await registry.getFunction("editUserStatus")(wallet.address, 1);
-    await tx.wait();
+    await confirm(registry.getFunction("editUserStatus")(wallet.address, 1));
     const token = await tokenOf(wallet);
     const claims = JSON.parse(Buffer.from(token.split(".")[1] as string, "base64url").toString());
     expect(claims.role).toBe("Whitelist");
@@ -205,17 +246,10 @@ describe("attacks are refused", () => {
     const { wallet } = await signedUpUser();
     const chainAdmin = new Wallet(
       sys.anvil.accounts[0] as string,
-      (await import("@fundraise/contracts")).createProvider(sys.anvil.url, sys.anvil.chainId),
+      createProvider(sys.anvil.url, sys.anvil.chainId),
     );
     const registry = registryAt(sys.deployment.registry, chainAdmin);
-    await (
-      await registry.getFunction("grantRole")(
-        (
-          await import("@fundraise/contracts")
-        ).ADMIN_ROLE,
-        wallet.address,
-      )
-    ).wait();
+    await confirm(registry.getFunction("grantRole")(ADMIN_ROLE, wallet.address));
     const token = await tokenOf(wallet);
     expect((await api("GET", "/user/getall", { token })).status).toBe(200);
     // The chain-indexer (its own issue) turns the registry's status event into this fact.

@@ -1,4 +1,4 @@
-import { ADMIN_ROLE, createProvider, registryAt, UserStatus } from "@fundraise/contracts";
+import { ADMIN_ROLE, confirm, createProvider, registryAt, UserStatus } from "@fundraise/contracts";
 import { type HDNodeWallet, Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type System, startSystem } from "./system.ts";
@@ -63,9 +63,8 @@ async function newUser(role: Exclude<Role, "anonymous">) {
     Viewer: UserStatus.Viewer,
     Admin: undefined,
   }[role];
-  if (status !== undefined)
-    await (await registry.getFunction("editUserStatus")(wallet.address, status)).wait();
-  if (role === "Admin") await (await registry.getFunction("grantRole")(ADMIN_ROLE, wallet.address)).wait();
+  if (status !== undefined) await confirm(registry.getFunction("editUserStatus")(wallet.address, status));
+  if (role === "Admin") await confirm(registry.getFunction("grantRole")(ADMIN_ROLE, wallet.address));
   const login = await signIn(wallet);
   expect(login.status, `${role}: ${JSON.stringify(login.json)}`).toBe(200);
   return { wallet, token: login.json.data as string, id };
