@@ -154,6 +154,9 @@ export class ConnectionManager {
           clientProperties: { connection_name: this.options.connectionName },
           // A black-holed host would otherwise stall the loop for the OS's TCP timeout.
           timeout: CONNECT_TIMEOUT_MS,
+          // RPC frames are small and latency-bound: Nagle's algorithm meeting delayed ACKs would hold
+          // each one back by tens of milliseconds.
+          noDelay: true,
         });
         const candidate = connection;
         candidate.on("error", (error: Error) => {
