@@ -6,6 +6,7 @@ import { Wallet } from "ethers";
 import { createRemoteJWKSet, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deployContractWallet } from "../services/auth/src/test/contract-wallet.ts";
+import { createClient } from "./client.ts";
 import { type System, startSystem } from "./system.ts";
 
 // Sign-up and sign-in as a user does it, across users, auth and the gateway as separate processes,
@@ -16,93 +17,9 @@ beforeAll(async () => {
 });
 afterAll(() => sys?.stop());
 
-interface Answer {
-  status: number;
-  body: { data: unknown; success: boolean; message: string | null };
-}
-
-async function api(
-  method: string,
-  path: string,
-  options: { token?: string; body?: unknown; raw?: string } = {},
-): Promise<Answer> {
-  const headers: Record<string, string> = {};
-  if (options.token) headers.authorization = `Bearer ${options.token}`;
-  if (options.body !== undefined || options.raw !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(`${sys.gatewayUrl}${path}`, {
-    method,
-    headers,
-    body: options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
-  });
-  return { status: res.status, body: (await res.json()) as Answer["body"] };
-}
-
-let counter = 0;
-const newWallet = () => Wallet.createRandom();
-
-async function register(
-  wallet: { address: string; signMessage(m: string): Promise<string> },
-  name = `user${++counter}`,
-) {
-  const mailAddress = `${name}@example.org`;
-  const res = await api("POST", "/Authentication/Register", {
-    body: {
-      Name: "Ada",
-      Surname: "Lovelace",
-      Username: name,
-      MailAddress: mailAddress,
-      SignedMessage: await wallet.signMessage("REGISTER"),
-    },
-  });
-  return { res, mailAddress, username: name };
-}
-
-async function verifyFromMail(mailAddress: string) {
-  const mail = await sys.mailbox.next(mailAddress);
-  const link = /https?:\/\/\S+verify-email\?[^\s"<>]+/.exec(mail.text ?? "")?.[0];
-  expect(link, mail.text).toBeDefined();
-  const url = new URL((link as string).replaceAll("&amp;", "&"));
-  return api("GET", `${url.pathname}${url.search}`);
-}
-
-async function login(wallet: { address: string; signMessage(m: string): Promise<string> }) {
-  const nonce = await api("GET", `/Authentication/GetNonce/${wallet.address}`);
-  expect(nonce.status).toBe(200);
-  return api("POST", "/Authentication/Login", {
-    body: { address: wallet.address, signedMessage: await wallet.signMessage(`LOGIN: ${nonce.body.data}`) },
-  });
-}
-
-/** An EIP-4361 message for the running system, with a fresh nonce from GetNonce. */
-async function siweMessage(address: string) {
-  const nonce = (await api("GET", `/Authentication/GetNonce/${address}`)).body.data;
-  return [
-    `${new URL(sys.gatewayUrl).host} wants you to sign in with your Ethereum account:`,
-    address,
-    "",
-    "Sign in to the fundraising platform.",
-    "",
-    `URI: ${sys.gatewayUrl}`,
-    "Version: 1",
-    `Chain ID: ${sys.deployment.chainId}`,
-    `Nonce: ${nonce}`,
-    `Issued At: ${new Date().toISOString()}`,
-  ].join("\n");
-}
-
-async function signedUpUser() {
-  const wallet = newWallet();
-  const { res, mailAddress, username } = await register(wallet);
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  expect((await verifyFromMail(mailAddress)).status).toBe(200);
-  return { wallet, mailAddress, username, userId: Number(res.body.data) };
-}
-
-async function tokenOf(wallet: { address: string; signMessage(m: string): Promise<string> }) {
-  const res = await login(wallet);
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body.data as string;
-}
+const { api, newWallet, register, verifyFromMail, login, siweMessage, signedUpUser, tokenOf } = createClient(
+  () => sys,
+);
 
 describe("sign-up and sign-in with a wallet", () => {
   it("register → mail → link → nonce → sign → login → JWT verified against the JWKS → /user/get", async () => {
@@ -142,7 +59,7 @@ describe("sign-up and sign-in with a wallet", () => {
       createProvider(sys.anvil.url, sys.anvil.chainId),
     );
     const walletAddress = await deployContractWallet(deployer, deployer.provider as never, owner.address);
-    const username = `safe${++counter}`;
+    const username = `safe${Date.now().toString(36)}`;
     const mailAddress = `${username}@example.org`;
     const registerMessage = await siweMessage(walletAddress);
     const registered = await api("POST", "/Authentication/Register", {

@@ -1,6 +1,7 @@
 import { ADMIN_ROLE, confirm, createProvider, registryAt, UserStatus } from "@fundraise/contracts";
 import { type HDNodeWallet, Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "./client.ts";
 import { type System, startSystem } from "./system.ts";
 
 // Every sign-in and user endpoint × every kind of caller, on the running system. Roles come from the
@@ -12,48 +13,14 @@ let sys: System;
 const callers = new Map<Role, { wallet: HDNodeWallet; token: string | undefined; id: number }>();
 let n = 0;
 
-async function call(method: string, path: string, token?: string, body?: unknown) {
-  const res = await fetch(`${sys.gatewayUrl}${path}`, {
-    method,
-    headers: {
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = (await res.json()) as { success: boolean; data: unknown };
-  return { status: res.status, json };
-}
-
-async function signUp(wallet: HDNodeWallet) {
-  const username = `matrix_${++n}_${wallet.address.slice(2, 8).toLowerCase()}`;
-  const mailAddress = `${username}@example.org`;
-  const res = await call("POST", "/Authentication/Register", undefined, {
-    name: "M",
-    surname: "X",
-    username,
-    mailAddress,
-    signedMessage: await wallet.signMessage("REGISTER"),
-  });
-  expect(res.status, JSON.stringify(res.json)).toBe(201);
-  const mail = await sys.mailbox.next(mailAddress);
-  const link = /https?:\/\/\S+verify-email\?[^\s"<>]+/.exec(mail.text ?? "")?.[0] ?? "";
-  const url = new URL(link.replaceAll("&amp;", "&"));
-  expect((await call("GET", `${url.pathname}${url.search}`)).status).toBe(200);
-  return { id: Number(res.json.data), username };
-}
-
-async function signIn(wallet: HDNodeWallet) {
-  const nonce = await call("GET", `/Authentication/GetNonce/${wallet.address}`);
-  return call("POST", "/Authentication/Login", undefined, {
-    address: wallet.address,
-    signedMessage: await wallet.signMessage(`LOGIN: ${nonce.json.data}`),
-  });
-}
+const client = createClient(() => sys);
+const call = async (method: string, path: string, token?: string, body?: unknown) => {
+  const res = await client.api(method, path, { ...(token ? { token } : {}), body });
+  return { status: res.status, json: res.body };
+};
 
 async function newUser(role: Exclude<Role, "anonymous">) {
-  const wallet = Wallet.createRandom();
-  const { id } = await signUp(wallet);
+  const { wallet, userId: id } = await client.signedUpUser();
   const admin = new Wallet(sys.anvil.accounts[0] as string, createProvider(sys.anvil.url, sys.anvil.chainId));
   const registry = registryAt(sys.deployment.registry, admin);
   const status = {
@@ -65,9 +32,9 @@ async function newUser(role: Exclude<Role, "anonymous">) {
   }[role];
   if (status !== undefined) await confirm(registry.getFunction("editUserStatus")(wallet.address, status));
   if (role === "Admin") await confirm(registry.getFunction("grantRole")(ADMIN_ROLE, wallet.address));
-  const login = await signIn(wallet);
-  expect(login.status, `${role}: ${JSON.stringify(login.json)}`).toBe(200);
-  return { wallet, token: login.json.data as string, id };
+  const login = await client.login(wallet);
+  expect(login.status, `${role}: ${JSON.stringify(login.body)}`).toBe(200);
+  return { wallet, token: login.body.data as string, id };
 }
 
 beforeAll(async () => {

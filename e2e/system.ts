@@ -86,7 +86,10 @@ export interface System {
   stop(): Promise<void>;
 }
 
-export async function startSystem(services = ["users", "auth", "gateway"]): Promise<System> {
+export async function startSystem(
+  options: { services?: string[]; env?: Record<string, string> } = {},
+): Promise<System> {
+  const services = options.services ?? ["users", "auth", "gateway"];
   const [db, vhost, anvil, smtp, port] = await Promise.all([
     createTestDatabase("e2e"),
     createTestVhost("e2e"),
@@ -113,6 +116,7 @@ export async function startSystem(services = ["users", "auth", "gateway"]): Prom
     PUBLIC_BASE_URL: gatewayUrl,
     MAIL_DIR: join(stateDir, "mail"),
     LOG_LEVEL: "warn",
+    ...options.env,
   };
   let output = "";
   const children: ChildProcess[] = services.map((name) => {

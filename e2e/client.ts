@@ -1,0 +1,101 @@
+/**
+ * What a web client does against the running system: calls in the envelope, sign-up with the mailed
+ * link, sign-in with a signed nonce. `system()` is read per call, so one client serves a whole file.
+ */
+import { Wallet } from "ethers";
+import { expect } from "vitest";
+import type { System } from "./system.ts";
+
+export interface Signer {
+  address: string;
+  signMessage(message: string): Promise<string>;
+}
+
+export function createClient(system: () => System) {
+  interface Answer {
+    status: number;
+    body: { data: unknown; success: boolean; message: string | null };
+  }
+
+  async function api(
+    method: string,
+    path: string,
+    options: { token?: string; body?: unknown; raw?: string } = {},
+  ): Promise<Answer> {
+    const headers: Record<string, string> = {};
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    if (options.body !== undefined || options.raw !== undefined) headers["content-type"] = "application/json";
+    const res = await fetch(`${system().gatewayUrl}${path}`, {
+      method,
+      headers,
+      body: options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
+    });
+    return { status: res.status, body: (await res.json()) as Answer["body"] };
+  }
+
+  let counter = 0;
+  const newWallet = () => Wallet.createRandom();
+
+  async function register(wallet: Signer, name = `user${++counter}`) {
+    const mailAddress = `${name}@example.org`;
+    const res = await api("POST", "/Authentication/Register", {
+      body: {
+        Name: "Ada",
+        Surname: "Lovelace",
+        Username: name,
+        MailAddress: mailAddress,
+        SignedMessage: await wallet.signMessage("REGISTER"),
+      },
+    });
+    return { res, mailAddress, username: name };
+  }
+
+  async function verifyFromMail(mailAddress: string) {
+    const mail = await system().mailbox.next(mailAddress);
+    const link = /https?:\/\/\S+verify-email\?[^\s"<>]+/.exec(mail.text ?? "")?.[0];
+    expect(link, mail.text).toBeDefined();
+    const url = new URL((link as string).replaceAll("&amp;", "&"));
+    return api("GET", `${url.pathname}${url.search}`);
+  }
+
+  async function login(wallet: Signer) {
+    const nonce = await api("GET", `/Authentication/GetNonce/${wallet.address}`);
+    expect(nonce.status).toBe(200);
+    return api("POST", "/Authentication/Login", {
+      body: { address: wallet.address, signedMessage: await wallet.signMessage(`LOGIN: ${nonce.body.data}`) },
+    });
+  }
+
+  /** An EIP-4361 message for the running system, with a fresh nonce from GetNonce. */
+  async function siweMessage(address: string) {
+    const nonce = (await api("GET", `/Authentication/GetNonce/${address}`)).body.data;
+    return [
+      `${new URL(system().gatewayUrl).host} wants you to sign in with your Ethereum account:`,
+      address,
+      "",
+      "Sign in to the fundraising platform.",
+      "",
+      `URI: ${system().gatewayUrl}`,
+      "Version: 1",
+      `Chain ID: ${system().deployment.chainId}`,
+      `Nonce: ${nonce}`,
+      `Issued At: ${new Date().toISOString()}`,
+    ].join("\n");
+  }
+
+  async function signedUpUser() {
+    const wallet = newWallet();
+    const { res, mailAddress, username } = await register(wallet);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect((await verifyFromMail(mailAddress)).status).toBe(200);
+    return { wallet, mailAddress, username, userId: Number(res.body.data) };
+  }
+
+  async function tokenOf(wallet: Signer) {
+    const res = await login(wallet);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body.data as string;
+  }
+
+  return { api, newWallet, register, verifyFromMail, login, siweMessage, signedUpUser, tokenOf };
+}
