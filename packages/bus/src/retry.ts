@@ -1,4 +1,4 @@
-import { type ErrorKind, isAppError } from "@fundraise/protocol";
+import { FINAL_KINDS, isAppError } from "@fundraise/protocol";
 
 export interface RetryPolicy {
   maxAttempts: number;
@@ -38,18 +38,6 @@ export function retryDelays(policy: RetryPolicy): number[] {
   for (let attempt = 1; attempt < policy.maxAttempts; attempt++) delays.add(retryDelay(policy, attempt));
   return [...delays].sort((a, b) => a - b);
 }
-
-// Kinds that say the message itself is wrong or refused: another try gives the same answer.
-const FINAL_KINDS: ReadonlySet<ErrorKind> = new Set([
-  "validation",
-  "unauthenticated",
-  "forbidden",
-  "not_found",
-  "conflict",
-  "gone",
-  "payload_too_large",
-  "unprocessable",
-]);
 
 /** False for AppErrors whose kind is final; true for dependency failures and anything unexpected. */
 export function isRetryableFailure(error: unknown): boolean {

@@ -39,6 +39,21 @@ export const HTTP_STATUS_OF_KIND: Record<ErrorKind, number> = {
 /** Kinds worth another try later: the failure is in a dependency, not in the message. */
 const RETRYABLE: ReadonlySet<ErrorKind> = new Set(["unavailable", "timeout"]);
 
+/**
+ * Kinds that are a final answer about the message itself (wrong, refused, already done): another try
+ * gives the same answer. Consumers dead-letter these at once and retry everything else.
+ */
+export const FINAL_KINDS: ReadonlySet<ErrorKind> = new Set([
+  "validation",
+  "unauthenticated",
+  "forbidden",
+  "not_found",
+  "conflict",
+  "gone",
+  "payload_too_large",
+  "unprocessable",
+]);
+
 export function isErrorKind(value: unknown): value is ErrorKind {
   return typeof value === "string" && (ERROR_KINDS as readonly string[]).includes(value);
 }
