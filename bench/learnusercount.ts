@@ -7,12 +7,12 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createTestVhost } from "@fundraise/bus/testing";
 import { createTestDatabase } from "@fundraise/service-kit/testing";
 import autocannon from "autocannon";
+import { freePort, stopProcess } from "../scripts/lib/processes.ts";
 
 const { values } = parseArgs({
   // `pnpm bench -- --x` passes the `--` through.
@@ -22,14 +22,6 @@ const { values } = parseArgs({
 const connections = Number(values.connections);
 const duration = Number(values.duration);
 const root = join(import.meta.dirname, "..");
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 
 const children: ChildProcess[] = [];
 function run(script: string, env: Record<string, string>): ChildProcess {
@@ -92,15 +84,6 @@ try {
       `p50 ${(a.p50 / b.p50).toFixed(2)}×, p99 ${(a.p99 / b.p99).toFixed(2)}×`,
   );
 } finally {
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null) return resolve();
-          child.once("exit", () => resolve());
-          child.kill("SIGTERM");
-        }),
-    ),
-  );
+  await Promise.all(children.map((child) => stopProcess(child)));
   await Promise.all([db.dispose(), vhost.dispose()]);
 }

@@ -1,24 +1,16 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestVhost, type TestVhost } from "@fundraise/bus/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../scripts/lib/processes.ts";
 
 // The README's start command as a user runs it: the whole system as separate processes on a real
 // broker, database, Redis and local chain; only the ports, names and state folder are this run's own.
 const root = join(import.meta.dirname, "..");
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-
 let vhost: TestVhost;
 let start: ChildProcess;
 let output = "";

@@ -6,7 +6,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestVhost } from "@fundraise/bus/testing";
@@ -15,16 +14,9 @@ import { type AnvilInstance, deployFresh, startAnvil } from "@fundraise/contract
 import { createTestDatabase } from "@fundraise/service-kit/testing";
 import { type ParsedMail, simpleParser } from "mailparser";
 import { SMTPServer } from "smtp-server";
+import { freePort, stopProcess } from "../scripts/lib/processes.ts";
 
 const root = join(import.meta.dirname, "..");
-
-export const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 
 export interface Mailbox {
   mails: ParsedMail[];
@@ -130,20 +122,7 @@ export async function startSystem(
     return child;
   });
   const stop = async () => {
-    await Promise.all(
-      children.map(
-        (child) =>
-          new Promise<void>((resolve) => {
-            if (child.exitCode !== null) return resolve();
-            const kill = setTimeout(() => child.kill("SIGKILL"), 10_000);
-            child.once("exit", () => {
-              clearTimeout(kill);
-              resolve();
-            });
-            child.kill("SIGTERM");
-          }),
-      ),
-    );
+    await Promise.all(children.map((child) => stopProcess(child)));
     await Promise.all([smtp.stop(), anvil.stop()]);
     await Promise.all([db.dispose(), vhost.dispose()]);
     rmSync(stateDir, { recursive: true, force: true });

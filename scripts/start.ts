@@ -8,6 +8,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "@fundraise/service-kit";
 import pg from "pg";
+import { stopProcess } from "./lib/processes.ts";
 import { startLocalChain } from "./local-chain.ts";
 
 const root = join(import.meta.dirname, "..");
@@ -87,19 +88,7 @@ async function stop(code: number): Promise<never> {
   if (!stopping) {
     stopping = true;
     log.info("stopping");
-    await Promise.all(
-      [...children.values()].map(
-        (child) =>
-          new Promise<void>((resolve) => {
-            const kill = setTimeout(() => child.kill("SIGKILL"), 10_000);
-            child.once("exit", () => {
-              clearTimeout(kill);
-              resolve();
-            });
-            child.kill("SIGTERM");
-          }),
-      ),
-    );
+    await Promise.all([...children.values()].map((child) => stopProcess(child)));
     for (const cleanup of cleanups.reverse())
       await cleanup().catch((err) => log.warn({ err }, "cleanup failed"));
   }
