@@ -1,7 +1,15 @@
 import type { EventDescriptor, PayloadOf, RequestOf, ResponseOf, RpcDescriptor } from "@fundraise/protocol";
 import type { Channel, ChannelModel } from "amqplib";
 import pino, { type Logger } from "pino";
-import type { Bus, CallOptions, EventHandler, PublishOptions, RpcHandler, SubscribeOptions } from "./bus.ts";
+import type {
+  Answer,
+  Bus,
+  CallOptions,
+  EventHandler,
+  PublishOptions,
+  RpcHandler,
+  SubscribeOptions,
+} from "./bus.ts";
 import { ConnectionManager } from "./connection.ts";
 import { type ConsumerRole, Consumers } from "./consumers.ts";
 import { EventPublisher } from "./event-publisher.ts";
@@ -124,6 +132,14 @@ class AmqpBusImpl implements AmqpBus {
     request: RequestOf<D>,
     options?: CallOptions,
   ): Promise<ResponseOf<D>> {
+    return this.client.call(descriptor, request, options).then((answer) => answer.data);
+  }
+
+  callWithMessage<D extends RpcDescriptor>(
+    descriptor: D,
+    request: RequestOf<D>,
+    options?: CallOptions,
+  ): Promise<Answer<ResponseOf<D>>> {
     return this.client.call(descriptor, request, options);
   }
 

@@ -47,10 +47,29 @@ export interface SubscribeOptions {
   prefetch?: number;
 }
 
+/**
+ * A success answer that also carries a note for the caller: the envelope's `message` (e.g. "registered,
+ * but the mail could not be sent"). Handlers return `withMessage(data, "...")` instead of the bare data.
+ */
+export class WithMessage<T> {
+  constructor(
+    readonly data: T,
+    readonly message: string,
+  ) {}
+}
+
+export const withMessage = <T>(data: T, message: string): WithMessage<T> => new WithMessage(data, message);
+
+/** An answer as the caller receives it: the data and the envelope's message (null when none). */
+export interface Answer<T> {
+  data: T;
+  message: string | null;
+}
+
 export type RpcHandler<D extends RpcDescriptor> = (
   request: RequestOf<D>,
   ctx: MessageContext,
-) => Promise<ResponseOf<D>>;
+) => Promise<ResponseOf<D> | WithMessage<ResponseOf<D>>>;
 
 export type EventHandler<D extends EventDescriptor> = (
   payload: PayloadOf<D>,
@@ -67,6 +86,12 @@ export interface Bus {
     request: RequestOf<D>,
     options?: CallOptions,
   ): Promise<ResponseOf<D>>;
+  /** `call`, keeping the envelope's message of a success reply (the gateway passes it on to HTTP). */
+  callWithMessage<D extends RpcDescriptor>(
+    descriptor: D,
+    request: RequestOf<D>,
+    options?: CallOptions,
+  ): Promise<Answer<ResponseOf<D>>>;
   /** Answer a descriptor's calls. Validates requests (and responses) against the descriptor's schemas. */
   serve<D extends RpcDescriptor>(descriptor: D, handler: RpcHandler<D>): Promise<void>;
   /** Publish a fact; resolves once the broker confirmed it. */

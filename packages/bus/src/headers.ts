@@ -85,8 +85,8 @@ export interface ReplyParts {
   headers: Headers;
 }
 
-export function successReply(data: unknown): ReplyParts {
-  return { envelope: { data, success: true, message: null }, headers: {} };
+export function successReply(data: unknown, message: string | null = null): ReplyParts {
+  return { envelope: { data, success: true, message }, headers: {} };
 }
 
 /** An AppError as a reply: the envelope carries the message, headers carry kind, code and details. */
@@ -110,13 +110,13 @@ function safeJson(value: unknown): string | undefined {
 }
 
 /**
- * Reads a reply back: the data on success, or the AppError the server raised (same kind, code, message,
+ * Reads a reply back: the data (and the envelope's message) on success, or the AppError the server raised (same kind, code, message,
  * details). A reply that is neither is an `internal` error: the two sides disagree on the protocol.
  */
 export function readReply(
   envelope: unknown,
   headers: Headers | undefined,
-): { data: unknown } | { error: AppError } {
+): { data: unknown; message: string | null } | { error: AppError } {
   const kind = stringHeader(headers, Header.ERROR_KIND);
   const body = isEnvelope(envelope) ? envelope : undefined;
   if (kind !== undefined || body?.success === false) {
@@ -143,7 +143,7 @@ export function readReply(
   if (!body) {
     return { error: new AppError("internal", ErrorCode.INTERNAL, "The reply is not a response envelope.") };
   }
-  return { data: body.data };
+  return { data: body.data, message: typeof body.message === "string" ? body.message : null };
 }
 
 function isEnvelope(value: unknown): value is Envelope<unknown> {

@@ -1,5 +1,6 @@
 export { type AmqpBus, type AmqpBusOptions, createAmqpBus, failureHeaders } from "./amqp-bus.ts";
 export type * from "./bus.ts";
+export { WithMessage, withMessage } from "./bus.ts";
 export {
   CBOR_CONTENT_TYPE,
   containsBinary,

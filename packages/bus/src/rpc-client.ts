@@ -10,7 +10,7 @@ import {
 } from "@fundraise/protocol";
 import type { Channel, ChannelModel, ConsumeMessage, Message, Options } from "amqplib";
 import type { Logger } from "pino";
-import type { CallOptions } from "./bus.ts";
+import type { Answer, CallOptions } from "./bus.ts";
 import { decodeBody, encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { amqpTimestamp, compactHeaders, Header, type MessageKind, readReply } from "./headers.ts";
@@ -53,7 +53,7 @@ export class RpcClient {
     descriptor: D,
     request: RequestOf<D>,
     options: CallOptions = {},
-  ): Promise<ResponseOf<D>> {
+  ): Promise<Answer<ResponseOf<D>>> {
     validatorOf(descriptor.request).assert(request, `${descriptor.name} request`);
     if (this.bus.isClosing()) throw brokerUnavailable("The message bus is closed.");
     const now = Date.now();
@@ -83,7 +83,7 @@ export class RpcClient {
       contentType,
       headers,
     };
-    return new Promise<ResponseOf<D>>((resolve, reject) => {
+    return new Promise<Answer<ResponseOf<D>>>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(correlationId);
         reject(rpcTimeout(descriptor.service));
@@ -192,7 +192,7 @@ export class RpcClient {
       return;
     }
     if ("error" in outcome) call.reject(outcome.error);
-    else call.resolve(outcome.data);
+    else call.resolve(outcome);
   }
 
   private settle(correlationId: unknown): PendingCall | undefined {

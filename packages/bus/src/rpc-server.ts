@@ -9,7 +9,7 @@ import {
 } from "@fundraise/protocol";
 import type { Channel, ChannelModel, ConsumeMessage, Message, Options } from "amqplib";
 import type { Logger } from "pino";
-import type { RpcHandler } from "./bus.ts";
+import { type RpcHandler, WithMessage } from "./bus.ts";
 import { decodeBody, encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { type ConsumerRole, type Consumers, messageContext, safeAck } from "./consumers.ts";
@@ -132,13 +132,14 @@ export class RpcServer {
         decodeBody(message.content, properties.contentType),
         `${name} request`,
       );
-      const response = await entry.handler(request, ctx);
+      const answer = await entry.handler(request, ctx);
+      const [response, note] = answer instanceof WithMessage ? [answer.data, answer.message] : [answer, null];
       const check = validatorOf(entry.descriptor.response);
       if (!check.check(response)) {
         ctx.log.error({ issues: check.issues(response) }, "RPC handler returned an invalid response");
         throw errors.internal(ErrorCode.INTERNAL, "An unexpected error occurred.");
       }
-      reply = successReply(response);
+      reply = successReply(response, note);
     } catch (error) {
       const appError = toAppError(error);
       if (!isAppError(error)) ctx.log.error({ err: error }, "RPC handler failed");

@@ -24,7 +24,17 @@ describe("reply mapping", () => {
     const parts = successReply({ id: 3 });
     expect(parts.envelope).toEqual({ data: { id: 3 }, success: true, message: null });
     expect(parts.headers).toEqual({});
-    expect(roundTrip(parts)).toEqual({ data: { id: 3 } });
+    expect(roundTrip(parts)).toEqual({ data: { id: 3 }, message: null });
+  });
+
+  it("carries a success's message with its data", () => {
+    const parts = successReply({ id: 4 }, "Saved, but the mail could not be sent.");
+    expect(parts.envelope).toEqual({
+      data: { id: 4 },
+      success: true,
+      message: "Saved, but the mail could not be sent.",
+    });
+    expect(roundTrip(parts)).toEqual({ data: { id: 4 }, message: "Saved, but the mail could not be sent." });
   });
 
   it("rehydrates an AppError with the same kind, code, message and details", () => {

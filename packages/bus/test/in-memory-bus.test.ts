@@ -1,6 +1,7 @@
 import { defineEvent, defineRpc, isAppError } from "@fundraise/protocol";
 import Type from "typebox";
 import { describe, expect, it } from "vitest";
+import { withMessage } from "../src/index.ts";
 import { createInMemoryBus } from "../src/testing/index.ts";
 
 const Add = defineRpc("users.math.add", {
@@ -17,6 +18,13 @@ describe("in-memory bus", () => {
       code: "SERVICE_UNAVAILABLE",
     });
     await bus.serve(Add, async ({ a, b }) => a + b);
+    await expect(bus.call(Add, { a: 1, b: 2 })).resolves.toBe(3);
+  });
+
+  it("passes a success reply's message to callWithMessage, like the real bus", async () => {
+    const bus = createInMemoryBus();
+    await bus.serve(Add, async ({ a, b }) => withMessage(a + b, "rounded"));
+    await expect(bus.callWithMessage(Add, { a: 1, b: 2 })).resolves.toEqual({ data: 3, message: "rounded" });
     await expect(bus.call(Add, { a: 1, b: 2 })).resolves.toBe(3);
   });
 

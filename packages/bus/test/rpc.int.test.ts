@@ -1,7 +1,7 @@
 import { defineRpc, errors, isAppError } from "@fundraise/protocol";
 import Type from "typebox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AmqpBus, createAmqpBus } from "../src/index.ts";
+import { type AmqpBus, createAmqpBus, withMessage } from "../src/index.ts";
 import { createTestVhost, type TestVhost } from "../src/testing/index.ts";
 import { sleep, TestRpc, testLogger } from "./helpers/index.ts";
 
@@ -37,6 +37,7 @@ beforeAll(async () => {
     }
     if (how === "crash") throw new Error("secret connection string in this message");
     if (how === "bad-response") return { ok: "yes" } as never;
+    if (how === "noted") return withMessage({ ok: true }, "Done, but the mail could not be sent.");
     return { ok: true };
   });
   await server.serve(TestRpc.context, async (_request, ctx) => ({
@@ -61,6 +62,18 @@ describe("RPC over the broker", () => {
   it("round-trips a call", async () => {
     const response = await client.call(TestRpc.echo, { text: "hello" }, { requestId: "req-1" });
     expect(response).toEqual({ text: "hello", requestId: "req-1" });
+  });
+
+  it("carries a success reply's message to callWithMessage; plain replies carry null", async () => {
+    expect(await client.callWithMessage(TestRpc.fail, { how: "noted" })).toEqual({
+      data: { ok: true },
+      message: "Done, but the mail could not be sent.",
+    });
+    expect(await client.call(TestRpc.fail, { how: "noted" })).toEqual({ ok: true });
+    expect(await client.callWithMessage(TestRpc.fail, { how: "fine" })).toEqual({
+      data: { ok: true },
+      message: null,
+    });
   });
 
   it("carries bytes as bytes both ways", async () => {

@@ -1,6 +1,7 @@
 import Type from "typebox";
 import { Address, Id, Nullable } from "./common.ts";
 import { defineEvent, defineRpc } from "./message.ts";
+import { SessionState } from "./sessions.ts";
 
 export const UserLoginRequest = Type.Object(
   {
@@ -51,6 +52,11 @@ export const AuthRpc = {
     journal: false,
   }),
   jwks: defineRpc("auth.keys.jwks", { request: Type.Object({}), response: Jwks }),
+  /** Asked by the gateway when a session hash is missing from Redis: rebuilt from Postgres, then answered. */
+  rebuildSession: defineRpc("auth.session.rebuild", {
+    request: Type.Object({ userId: Id }),
+    response: SessionState,
+  }),
 } as const;
 
 export const AuthEvents = {

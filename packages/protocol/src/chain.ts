@@ -72,6 +72,8 @@ export const ChainOrigin = Type.Object({
   logIndex: Type.Integer(),
   blockNumber: Type.Integer(),
   blockHash: Bytes32Hex,
+  /** The block's time (epoch seconds): dates the fact against an admin's change (behaviour.md §7). */
+  blockTimestamp: Type.Optional(Type.Integer({ minimum: 0 })),
 });
 
 export const ChainEvents = {

@@ -6,5 +6,7 @@ export * from "./error-codes.ts";
 export * from "./errors.ts";
 export * from "./message.ts";
 export * from "./projects.ts";
+export * from "./sessions.ts";
 export * from "./storage.ts";
+export * from "./text.ts";
 export * from "./users.ts";

@@ -40,8 +40,14 @@ export const UserAccount = Type.Object({
   surname: Type.String(),
   mailAddress: Nullable(Type.String()),
   role: UserRole,
+  /** The chain's role when last seen (sign-in skips telling the users service what it already knows). */
+  chainRole: Nullable(UserRole),
   isVerified: Type.Boolean(),
 });
+
+export const SIGN_UP_PROOFS = ["legacy", "nonce"] as const;
+export const SignUpProof = Type.Enum(SIGN_UP_PROOFS);
+export type SignUpProof = (typeof SIGN_UP_PROOFS)[number];
 
 /** Sign-up data after the auth service checked the signature: the address is the recovered one. */
 export const NewUser = Type.Object({
@@ -52,6 +58,12 @@ export const NewUser = Type.Object({
   mailAddress: Type.String({ minLength: 3, maxLength: 254 }),
   /** Until then this unverified registration blocks its address, username and e-mail; after, it is replaced. */
   pendingUntil: DateTime,
+  /**
+   * How the auth service proved the wallet's consent: `legacy` = the constant `REGISTER` text (its signature
+   * can be replayed), `nonce` = a message with a fresh GetNonce nonce (SIWE or `REGISTER: <nonce>`). A
+   * nonce-proven sign-up replaces a pending legacy one of the same address. Absent: `legacy`.
+   */
+  proof: Type.Optional(SignUpProof),
 });
 
 export const UsersRpc = {
@@ -74,7 +86,13 @@ export const UsersRpc = {
   // Asked by the auth service only (sign-up, verification, sign-in).
   register: defineRpc("users.user.register", {
     request: NewUser,
-    response: Type.Object({ userId: Id, replaced: Type.Boolean() }),
+    response: Type.Object({
+      userId: Id,
+      /** An expired sign-up, or a pending legacy-proven one of the same address, was deleted for this one. */
+      replaced: Type.Boolean(),
+      /** The same data as the address's pending sign-up: nothing changed, the auth service re-sends the link. */
+      resent: Type.Boolean(),
+    }),
   }),
   byAddress: defineRpc("users.user.by-address", {
     request: Type.Object({ address: Address }),

@@ -8,7 +8,7 @@ import {
   validatorOf,
 } from "@fundraise/protocol";
 import pino, { type Logger } from "pino";
-import type { Bus, EventHandler, MessageContext, RpcHandler } from "../bus.ts";
+import { type Bus, type EventHandler, type MessageContext, type RpcHandler, WithMessage } from "../bus.ts";
 
 /**
  * The Bus contract without a broker, for unit tests: same validation, same error kinds, no network.
@@ -32,9 +32,12 @@ export function createInMemoryBus(options: { logger?: Logger } = {}): Bus & {
     log: log.child({ requestId, message: name }),
   });
 
-  return {
+  const bus: ReturnType<typeof createInMemoryBus> = {
     published,
-    async call(descriptor, request, callOptions = {}) {
+    async call(descriptor, request, callOptions) {
+      return (await bus.callWithMessage(descriptor, request, callOptions)).data;
+    },
+    async callWithMessage(descriptor, request, callOptions = {}) {
       const handler = handlers.get(descriptor.name);
       if (!handler) {
         throw errors.unavailable(
@@ -62,11 +65,14 @@ export function createInMemoryBus(options: { logger?: Logger } = {}): Bus & {
       try {
         const ctx = context(descriptor.name, callOptions.requestId, deadline);
         // A structured clone stands in for serialization: handlers never share objects with callers.
-        const response = await Promise.race([handler(structuredClone(request), ctx), timeout]);
-        return validatorOf(descriptor.response).assert(
+        const answer = await Promise.race([handler(structuredClone(request), ctx), timeout]);
+        const [response, message] =
+          answer instanceof WithMessage ? [answer.data, answer.message] : [answer, null];
+        const data = validatorOf(descriptor.response).assert(
           structuredClone(response),
           `${descriptor.name} response`,
-        ) as never;
+        );
+        return { data, message } as never;
       } catch (error) {
         throw toAppError(error);
       } finally {
@@ -94,4 +100,5 @@ export function createInMemoryBus(options: { logger?: Logger } = {}): Bus & {
       subscribers.clear();
     },
   };
+  return bus;
 }
