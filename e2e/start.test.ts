@@ -16,18 +16,20 @@ let start: ChildProcess;
 let output = "";
 let port: number;
 let chainPort: number;
+let metricsPort: number;
 const database = `t_start_${randomBytes(5).toString("hex")}`;
 const stateDir = mkdtempSync(join(tmpdir(), "fundraise-start-"));
 
 beforeAll(async () => {
   vhost = await createTestVhost("e2e");
-  [port, chainPort] = await Promise.all([freePort(), freePort()]);
+  [port, chainPort, metricsPort] = await Promise.all([freePort(), freePort(), freePort()]);
   start = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
     cwd: root,
     env: {
       ...process.env,
       PORT: String(port),
       CHAIN_PORT: String(chainPort),
+      METRICS_PORT: String(metricsPort),
       // A database that does not exist yet: start creates it.
       DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
       AMQP_URL: vhost.url,
@@ -69,6 +71,17 @@ describe("pnpm start", () => {
     const res = await fetch(`http://localhost:${port}/Project/Get/All`);
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ data: null, success: false });
+  });
+
+  it("serves Prometheus metrics on the internal port only", async () => {
+    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toMatch(
+      /^http_request_duration_seconds_count\{[^}]*route="\/user\/learnusercount"/m,
+    );
+    const open = await fetch(`http://localhost:${port}/metrics`);
+    expect(open.status).toBe(404);
+    expect(await open.json()).toEqual({ data: null, success: false, message: "No route GET /metrics." });
   });
 
   it("runs a local chain with the platform deployed", async () => {

@@ -105,6 +105,8 @@ export async function startSystem(
     CHAIN_DEPLOYMENT_FILE: deploymentFile,
     SMTP_URL: smtp.url,
     PORT: String(port),
+    // Several systems run at once: no internal metrics port for them to fight over.
+    METRICS_PORT: "0",
     PUBLIC_BASE_URL: gatewayUrl,
     MAIL_DIR: join(stateDir, "mail"),
     LOG_LEVEL: "warn",

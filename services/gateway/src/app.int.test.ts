@@ -258,14 +258,14 @@ describe("verify-email", () => {
 });
 
 describe("operations", () => {
-  it("serves liveness, readiness and Prometheus metrics", async () => {
-    expect((await get("/healthz")).statusCode).toBe(200);
+  it("serves liveness and readiness without details, and no metrics on the public port", async () => {
+    expect((await get("/healthz")).json()).toEqual({ data: "ok", success: true, message: null });
     const ready = await get("/readyz");
     expect(ready.statusCode).toBe(200);
-    expect(ready.json().data).toEqual({ broker: true, redis: true });
+    expect(ready.json()).toEqual({ data: "ready", success: true, message: null });
     const metrics = await get("/metrics");
-    expect(metrics.body).toContain("http_request_duration_seconds_bucket");
-    expect(metrics.body).toContain('route="/user/learnusercount"');
+    expect(metrics.statusCode).toBe(404);
+    expect(metrics.json()).toEqual({ data: null, success: false, message: "No route GET /metrics." });
   });
 
   it("serves the JWKS bare, as standard clients read it", async () => {

@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import cors from "@fastify/cors";
 import rateLimit from "@fastify/rate-limit";
 import type { Bus } from "@fundraise/bus";
 import { AuthRpc, ErrorCode, errors } from "@fundraise/protocol";
@@ -13,14 +12,19 @@ import Fastify, {
 import type { Redis } from "ioredis";
 import type { GatewayConfig } from "./config.ts";
 import { createTokenVerifier, registerAuth, type TokenVerifier } from "./plugins/auth.ts";
+import { registerCors } from "./plugins/cors.ts";
+import { clientErrorHandler, frameworkErrors, registerHttpEdge } from "./plugins/edge-errors.ts";
 import { registerErrorHandling } from "./plugins/error-handler.ts";
-import { registerMetrics } from "./plugins/metrics.ts";
+import { createMetrics, type GatewayMetrics, observeRequests } from "./plugins/metrics.ts";
 import { registerOpenApi } from "./plugins/openapi.ts";
+import { registerPlainNumbers } from "./plugins/plain-numbers.ts";
+import { registerRouteTable } from "./plugins/route-table.ts";
+import { registerSecurityHeaders } from "./plugins/security.ts";
 import { createRedisSessionStore } from "./plugins/sessions.ts";
 import { registerWireFormat } from "./plugins/wire.ts";
 import { registerAuthRoutes } from "./routes/auth.ts";
 import { registerEventDebugRoutes } from "./routes/event-debug.ts";
-import { registerHealthRoutes } from "./routes/health.ts";
+import { createReadinessCheck, registerHealthRoutes } from "./routes/health.ts";
 import { registerProjectRoutes } from "./routes/projects.ts";
 import { registerUserRoutes } from "./routes/users.ts";
 
@@ -31,6 +35,8 @@ export interface GatewayDeps {
   log: Logger;
   /** Tests may pass their own; by default tokens are checked against the auth service's JWKS. */
   verifier?: TokenVerifier;
+  /** Where request timings go; main.ts serves them on the internal port. A fresh registry when unset. */
+  metrics?: GatewayMetrics;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -59,6 +65,10 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     },
     logController: new RequestLog(),
+    // Router and HTTP-server errors answer the envelope too (plugins/edge-errors.ts).
+    frameworkErrors,
+    clientErrorHandler,
+    http: { requireHostHeader: false },
     ajv: {
       customOptions: { coerceTypes: true, useDefaults: true, removeAdditional: false, allErrors: false },
     },
@@ -67,9 +77,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     reply.header("x-request-id", request.id);
   });
 
+  registerRouteTable(app);
   registerErrorHandling(app);
-  registerMetrics(app);
-  await app.register(cors, { origin: config.corsOrigins, exposedHeaders: ["x-request-id", "x-error-code"] });
+  registerHttpEdge(app);
+  observeRequests(app, deps.metrics ?? createMetrics());
+  await registerSecurityHeaders(app);
+  await registerCors(app, config.corsOrigins);
   await app.register(rateLimit, {
     global: true,
     max: config.rateLimit.perMinute,
@@ -83,6 +96,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   });
   await registerOpenApi(app, config.publicBaseUrl);
   registerWireFormat(app);
+  registerPlainNumbers(app);
   registerAuth(
     app,
     deps.verifier ??
@@ -90,11 +104,15 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
         getJwks: async () => (await bus.call(AuthRpc.jwks, {})) as never,
         issuer: config.jwt.issuer,
         audience: config.jwt.audience,
-        sessions: createRedisSessionStore(redis, config.redis.prefix),
+        sessions: createRedisSessionStore({
+          redis,
+          prefix: config.redis.prefix,
+          rebuild: (userId) => bus.call(AuthRpc.rebuildSession, { userId }),
+        }),
       }),
   );
 
-  registerHealthRoutes(app, { bus, redis });
+  registerHealthRoutes(app, createReadinessCheck({ bus, redis }));
   registerAuthRoutes(app, bus, {
     authPerMinute: config.rateLimit.authPerMinute,
     publicAppUrl: config.publicAppUrl,

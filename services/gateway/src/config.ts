@@ -10,6 +10,16 @@ export const GatewayEnv = {
     default: "127.0.0.1",
     description: "interface the gateway listens on (0.0.0.0 in containers)",
   }),
+  METRICS_PORT: Type.Integer({
+    default: 9464,
+    minimum: 0,
+    maximum: 65535,
+    description: "internal port of /metrics and detailed /readyz (never the public PORT); 0 turns it off",
+  }),
+  METRICS_HOST: Type.String({
+    default: "127.0.0.1",
+    description: "interface of the internal port (0.0.0.0 for a scraper in another container)",
+  }),
   PUBLIC_BASE_URL: Type.String({
     default: "http://localhost:8080",
     pattern: "^https?://",
@@ -19,7 +29,10 @@ export const GatewayEnv = {
     default: "",
     description: "the web client's home page (verify-email redirect); PUBLIC_BASE_URL when empty",
   }),
-  CORS_ORIGINS: Type.String({ default: "*", description: "comma-separated allowed origins, or *" }),
+  CORS_ORIGINS: Type.String({
+    default: "*",
+    description: "comma-separated origins of browser clients (https://app.example.org); * only locally",
+  }),
   JWT_ISSUER: Type.String({ default: "fundraise-auth", description: "expected `iss` of access tokens" }),
   JWT_AUDIENCE: Type.String({ default: "fundraise", description: "expected `aud` of access tokens" }),
   RATE_LIMIT_PER_MINUTE: Type.Integer({
@@ -52,10 +65,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       bodyLimit: e.BODY_LIMIT_BYTES,
       uploadBodyLimit: e.UPLOAD_BODY_LIMIT_BYTES,
     },
+    metrics: { port: e.METRICS_PORT, host: e.METRICS_HOST },
     trustProxy: e.TRUST_PROXY,
     publicBaseUrl: e.PUBLIC_BASE_URL,
     publicAppUrl: e.PUBLIC_APP_URL || e.PUBLIC_BASE_URL,
-    corsOrigins: e.CORS_ORIGINS === "*" ? true : e.CORS_ORIGINS.split(",").map((o) => o.trim()),
+    corsOrigins:
+      e.CORS_ORIGINS.trim() === "*"
+        ? true
+        : e.CORS_ORIGINS.split(",")
+            .map((o) => o.trim())
+            .filter((o) => o !== ""),
     jwt: { issuer: e.JWT_ISSUER, audience: e.JWT_AUDIENCE },
     rateLimit: { perMinute: e.RATE_LIMIT_PER_MINUTE, authPerMinute: e.AUTH_RATE_LIMIT_PER_MINUTE },
     amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },

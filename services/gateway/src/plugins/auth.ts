@@ -3,13 +3,15 @@ import {
   Caller as CallerSchema,
   ErrorCode,
   errors,
+  type SessionState,
   USER_ROLES,
   type UserRole,
   validatorOf,
 } from "@fundraise/protocol";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { createLocalJWKSet, type JSONWebKeySet, errors as joseErrors, jwtVerify } from "jose";
 import type { Static } from "typebox";
+import { bearerOf } from "./bearer.ts";
 
 /** Who may call a route: anyone (a token is used when valid), any signed-in user, or these roles. */
 export type Access = "anonymous" | "signed-in" | readonly UserRole[];
@@ -23,14 +25,7 @@ declare module "fastify" {
   }
 }
 
-/** What the platform currently knows about a user's session, kept by the auth service in Redis. */
-export interface SessionState {
-  /** The user's current role; it overrides the token's claim, so a demotion acts at once. */
-  role?: UserRole;
-  /** Tokens issued before this (epoch seconds) are refused: deletion, role change, logout. */
-  revokedBefore?: number;
-}
-
+/** What the platform currently knows about a user's session (role, revocation), kept by the auth service. */
 export interface SessionStore {
   get(userId: number): Promise<SessionState>;
 }
@@ -104,7 +99,7 @@ export function createTokenVerifier(deps: {
         throw errors.unauthenticated(ErrorCode.TOKEN_INVALID, "The token's claims are incomplete.");
       }
       const session = await deps.sessions.get(caller.userId);
-      if (session.revokedBefore !== undefined && (payload.iat ?? 0) < session.revokedBefore) {
+      if (session.revokedBefore !== null && (payload.iat ?? 0) < session.revokedBefore) {
         throw errors.unauthenticated(
           ErrorCode.TOKEN_REVOKED,
           "This token is no longer valid; sign in again.",
@@ -125,18 +120,6 @@ function invalidToken(cause: unknown) {
   return errors.unauthenticated(ErrorCode.TOKEN_INVALID, "The token is not valid.", { cause });
 }
 
-/** The web client sends these when nobody is signed in; they mean "anonymous", not "bad token". */
-const ANONYMOUS_BEARERS = new Set(["", "undefined", "null"]);
-
-function bearerOf(request: FastifyRequest): string | undefined {
-  const header = request.headers.authorization;
-  if (!header) return undefined;
-  const match = /^\s*bearer\s*(.*)$/i.exec(header);
-  if (!match) return header.trim() === "" ? undefined : header.trim();
-  const token = (match[1] ?? "").trim();
-  return ANONYMOUS_BEARERS.has(token.toLowerCase()) ? undefined : token;
-}
-
 /**
  * Sets `request.caller` and enforces the route's access rule: 401 without a valid token where one is
  * needed, 403 for a role the route does not admit. On anonymous routes a bad token is ignored.
@@ -147,13 +130,20 @@ export function registerAuth(app: FastifyInstance, verifier: TokenVerifier): voi
     // Routes without a rule (health, docs, metrics, not found) never look at tokens.
     const access = request.routeOptions.config?.access;
     if (access === undefined) return;
-    const token = bearerOf(request);
-    if (token === undefined) {
+    const bearer = bearerOf(request);
+    if (bearer.kind === "none") {
       if (access !== "anonymous") throw errors.unauthenticated(ErrorCode.TOKEN_MISSING, "Sign in first.");
       return;
     }
+    if (bearer.kind === "malformed") {
+      if (access === "anonymous") return;
+      throw errors.unauthenticated(
+        ErrorCode.TOKEN_INVALID,
+        "The Authorization header must be exactly one `Bearer <token>`.",
+      );
+    }
     try {
-      request.caller = await verifier.verify(token);
+      request.caller = await verifier.verify(bearer.token);
     } catch (error) {
       if (access === "anonymous") return;
       throw error;

@@ -30,11 +30,17 @@ export function registerErrorHandling(app: FastifyInstance): void {
 }
 
 export function send(reply: FastifyReply, error: AppError): FastifyReply {
+  return sendStatus(reply, HTTP_STATUS_OF_KIND[error.kind], error.code, error.message);
+}
+
+/** The envelope with a status no error kind has (414, 431): framework and transport errors. */
+export function sendStatus(reply: FastifyReply, status: number, code: string, message: string): FastifyReply {
   return reply
-    .code(HTTP_STATUS_OF_KIND[error.kind])
-    .header("x-error-code", error.code)
+    .code(status)
+    .header("x-error-code", code)
+    .header("cache-control", "no-store")
     .type("application/json; charset=utf-8")
-    .send(fail(error.message));
+    .send(fail(message));
 }
 
 function toHttpError(error: FastifyError): AppError {

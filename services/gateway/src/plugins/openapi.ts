@@ -25,5 +25,26 @@ export async function registerOpenApi(app: FastifyInstance, publicBaseUrl: strin
       ],
     },
   });
-  await app.register(swaggerUi, { routePrefix: "/docs" });
+  await app.register(swaggerUi, { routePrefix: "/docs", staticCSP: docsCsp(publicBaseUrl) });
+}
+
+/**
+ * The CSP of the docs pages, in place of the API's "nothing at all": Swagger UI loads its own scripts
+ * and styles (no inline script), fetches the document and, for "Try it out", the API at
+ * PUBLIC_BASE_URL. Framing stays denied.
+ */
+export function docsCsp(publicBaseUrl: string): string {
+  return [
+    "default-src 'self'",
+    "base-uri 'self'",
+    `connect-src 'self' ${new URL(publicBaseUrl).origin}`,
+    "font-src 'self' data:",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+    "img-src 'self' data: https://validator.swagger.io",
+    "object-src 'none'",
+    "script-src 'self'",
+    "script-src-attr 'none'",
+    "style-src 'self'",
+  ].join("; ");
 }

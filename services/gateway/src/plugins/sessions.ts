@@ -1,31 +1,36 @@
-import { ErrorCode, errors, USER_ROLES, type UserRole } from "@fundraise/protocol";
+import { ErrorCode, errors, parseSessionHash, type SessionState, sessionKey } from "@fundraise/protocol";
 import type { Redis } from "ioredis";
-import type { SessionState, SessionStore } from "./auth.ts";
+import type { SessionStore } from "./auth.ts";
 
 /**
- * Session state per user in one Redis hash, `<prefix>session:<userId>` with fields `role` and
- * `revokedBefore`, written by the auth service. One HGETALL per authenticated request keeps
- * demotions and deletions effective at once. Redis down: fail closed (503), since a revoked token
- * must never pass for want of a lookup.
+ * Session state per user, read from the Redis hash the auth service writes (packages/protocol
+ * `sessions.ts`): one HGETALL per authenticated request keeps demotions and deletions effective at once.
+ * A missing hash means Redis lost it (a restart without persistence): `rebuild` asks the auth service to
+ * restore it from Postgres. Redis or the rebuild failing: 503, since a revoked token must never pass for
+ * want of a lookup (fail closed).
  */
-export function createRedisSessionStore(redis: Redis, prefix: string): SessionStore {
+export function createRedisSessionStore(deps: {
+  redis: Redis;
+  prefix: string;
+  rebuild: (userId: number) => Promise<SessionState>;
+}): SessionStore {
+  const unavailable = (cause: unknown) =>
+    errors.unavailable(ErrorCode.SERVICE_UNAVAILABLE, "Sessions cannot be checked right now.", { cause });
   return {
     async get(userId) {
       let fields: Record<string, string>;
       try {
-        fields = await redis.hgetall(`${prefix}session:${userId}`);
+        fields = await deps.redis.hgetall(sessionKey(deps.prefix, userId));
       } catch (cause) {
-        throw errors.unavailable(ErrorCode.SERVICE_UNAVAILABLE, "Sessions cannot be checked right now.", {
-          cause,
-        });
+        throw unavailable(cause);
       }
-      const state: SessionState = {};
-      if (fields.role && (USER_ROLES as readonly string[]).includes(fields.role))
-        state.role = fields.role as UserRole;
-      const revokedBefore = Number(fields.revokedBefore);
-      if (Number.isFinite(revokedBefore) && fields.revokedBefore !== undefined)
-        state.revokedBefore = revokedBefore;
-      return state;
+      const state = parseSessionHash(fields);
+      if (state) return state;
+      try {
+        return await deps.rebuild(userId);
+      } catch (cause) {
+        throw unavailable(cause);
+      }
     },
   };
 }

@@ -3,20 +3,51 @@ import type { FastifyInstance } from "fastify";
 type JsonSchema = {
   type?: unknown;
   properties?: Record<string, JsonSchema>;
+  allOf?: JsonSchema[];
   anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
   items?: JsonSchema;
 };
 
-const canonicalNames = new WeakMap<object, Map<string, string>>();
+interface ObjectShape {
+  /** Lower-cased name → the schema's spelling. */
+  names: Map<string, string>;
+  /** The schema of each property, by the schema's spelling. */
+  properties: Map<string, JsonSchema>;
+}
 
-function namesOf(schema: JsonSchema): Map<string, string> | undefined {
-  if (!schema.properties) return undefined;
-  let names = canonicalNames.get(schema);
-  if (!names) {
-    names = new Map(Object.keys(schema.properties).map((k) => [k.toLowerCase(), k]));
-    canonicalNames.set(schema, names);
+const shapes = new WeakMap<object, ObjectShape | null>();
+
+/**
+ * The properties an object may have under a schema: its own and those of every `allOf`, `anyOf` and
+ * `oneOf` branch (an intersection or a union of objects), the first spelling of a name winning.
+ */
+export function objectShapeOf(schema: JsonSchema): ObjectShape | undefined {
+  const cached = shapes.get(schema);
+  if (cached !== undefined) return cached ?? undefined;
+  const shape: ObjectShape = { names: new Map(), properties: new Map() };
+  const collect = (s: JsonSchema) => {
+    for (const [name, property] of Object.entries(s.properties ?? {})) {
+      if (shape.names.has(name.toLowerCase())) continue;
+      shape.names.set(name.toLowerCase(), name);
+      shape.properties.set(name, property);
+    }
+    for (const branch of [...(s.allOf ?? []), ...(s.anyOf ?? []), ...(s.oneOf ?? [])]) collect(branch);
+  };
+  collect(schema);
+  const found = shape.names.size > 0 ? shape : null;
+  shapes.set(schema, found);
+  return found ?? undefined;
+}
+
+/** The schema of an array's items, through the branches of a union. */
+function itemsOf(schema: JsonSchema): JsonSchema | undefined {
+  if (schema.items) return schema.items;
+  for (const branch of [...(schema.allOf ?? []), ...(schema.anyOf ?? []), ...(schema.oneOf ?? [])]) {
+    const items = itemsOf(branch);
+    if (items) return items;
   }
-  return names;
+  return undefined;
 }
 
 /**
@@ -25,17 +56,18 @@ function namesOf(schema: JsonSchema): Map<string, string> | undefined {
  */
 export function canonicalizeKeys(value: unknown, schema: JsonSchema | undefined): unknown {
   if (!schema || value === null || typeof value !== "object") return value;
-  if (Array.isArray(value)) return schema.items ? value.map((v) => canonicalizeKeys(v, schema.items)) : value;
-  const objectSchema = schema.properties ? schema : schema.anyOf?.find((s) => s.properties);
-  if (!objectSchema) return value;
-  const names = namesOf(objectSchema);
-  if (!names) return value;
+  if (Array.isArray(value)) {
+    const items = itemsOf(schema);
+    return items ? value.map((v) => canonicalizeKeys(v, items)) : value;
+  }
+  const shape = objectShapeOf(schema);
+  if (!shape) return value;
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(value)) {
-    const canonical = names.get(key.toLowerCase()) ?? key;
+    const canonical = shape.names.get(key.toLowerCase()) ?? key;
     // An exact spelling wins over a differently-cased duplicate.
-    if (canonical in out && key !== canonical) continue;
-    out[canonical] = canonicalizeKeys(v, objectSchema.properties?.[canonical]);
+    if (Object.hasOwn(out, canonical) && key !== canonical) continue;
+    out[canonical] = canonicalizeKeys(v, shape.properties.get(canonical));
   }
   return out;
 }

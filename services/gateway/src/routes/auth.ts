@@ -94,5 +94,7 @@ export function registerAuthRoutes(
     request: () => ({}),
     // Standard JWKS consumers expect the bare key set, not the envelope.
     bare: true,
+    // Public keys: the one answer worth caching; a rotated key is refetched by its new `kid`.
+    cacheControl: "public, max-age=60",
   });
 }

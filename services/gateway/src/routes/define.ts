@@ -62,6 +62,8 @@ export interface RpcRoute<
   sendError?: (reply: FastifyReply, request: FastifyRequest, error: AppError) => FastifyReply | undefined;
   /** The answer is the bare data, not the envelope (JWKS, which standard clients read). */
   bare?: boolean;
+  /** `Cache-Control` of the answer; `no-store` when unset (plugins/security.ts). */
+  cacheControl?: string;
 }
 
 /**
@@ -88,6 +90,7 @@ export function registerRpcRoute<
     config: {
       access: route.access,
       ...(route.perMinute ? { rateLimit: { max: route.perMinute, timeWindow: 60_000 } } : {}),
+      ...(route.cacheControl ? { cacheControl: route.cacheControl } : {}),
     },
     schema: {
       tags: [route.tag],
@@ -112,8 +115,11 @@ export function registerRpcRoute<
         request,
       });
       let result: ResponseOf<D>;
+      let message: string | null;
       try {
-        result = await bus.call(route.rpc, rpcRequest, { requestId: request.id });
+        ({ data: result, message } = await bus.callWithMessage(route.rpc, rpcRequest, {
+          requestId: request.id,
+        }));
       } catch (error) {
         const appError = toAppError(error);
         const custom = route.sendError?.(reply.code(HTTP_STATUS_OF_KIND[appError.kind]), request, appError);
@@ -123,7 +129,7 @@ export function registerRpcRoute<
       const data = route.data ? route.data(result) : result;
       const custom = route.send?.(reply, request, data);
       if (custom) return custom;
-      return reply.code(status).send(route.bare ? data : ok(data));
+      return reply.code(status).send(route.bare ? data : ok(data, message));
     },
   });
 }

@@ -24,7 +24,9 @@ export function registerUserRoutes(app: FastifyInstance, bus: Bus): void {
     tag,
     summary: "Update the caller's name, surname, username or e-mail",
     access: "signed-in",
-    body: Type.Intersect([UserUpdate, Type.Object({}, { additionalProperties: true })]),
+    // One object schema, not an intersection: body keys are matched against its properties, and
+    // unknown ones (the client sends `address`) are ignored anyway.
+    body: UserUpdate,
     rpc: UsersRpc.update,
     request: ({ caller, body }) => ({
       caller,

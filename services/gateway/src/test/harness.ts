@@ -59,6 +59,8 @@ export async function createHarness(env: Record<string, string> = {}, bus?: Bus)
   const memoryBus = createInMemoryBus();
   const signer = await createTestSigner();
   await memoryBus.serve(AuthRpc.jwks, async () => signer.jwks);
+  // The auth service's answer for a user who has no stored session state; tests serve their own to differ.
+  await memoryBus.serve(AuthRpc.rebuildSession, async () => ({ role: null, revokedBefore: null }));
   const app = await buildGateway({ config, bus: bus ?? memoryBus, redis, log: silentLogger() });
   await app.ready();
   return {

@@ -1,0 +1,36 @@
+import { ErrorCode, errors } from "@fundraise/protocol";
+import type { Logger } from "@fundraise/service-kit";
+import Fastify, { type FastifyInstance } from "fastify";
+import { registerErrorHandling, send } from "./plugins/error-handler.ts";
+import type { GatewayMetrics } from "./plugins/metrics.ts";
+import type { Readiness } from "./routes/health.ts";
+
+/**
+ * The gateway's internal port (METRICS_HOST:METRICS_PORT, loopback by default): Prometheus metrics and
+ * readiness with its details, for scrapers and operators, never on the public port.
+ */
+export async function buildInternalApp(deps: {
+  metrics: GatewayMetrics;
+  readiness: () => Promise<Readiness>;
+  log: Logger;
+}): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.log,
+    disableRequestLogging: true,
+  }) as unknown as FastifyInstance;
+  registerErrorHandling(app);
+  app.get("/metrics", async (_request, reply) =>
+    reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
+  );
+  app.get("/readyz", async (_request, reply) => {
+    const { ready, broker, redis } = await deps.readiness();
+    if (ready) return reply.send({ data: { broker, redis }, success: true, message: null });
+    const down = [broker ? [] : ["broker"], redis ? [] : ["redis"]].flat();
+    return send(
+      reply,
+      errors.unavailable(ErrorCode.SERVICE_UNAVAILABLE, `not ready: ${down.join(", ")} unreachable`),
+    );
+  });
+  await app.ready();
+  return app;
+}

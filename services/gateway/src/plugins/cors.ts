@@ -1,0 +1,24 @@
+import cors from "@fastify/cors";
+import type { FastifyInstance } from "fastify";
+
+/** What a browser client on another origin may send (behaviour.md §7: "Browsers on another origin work"). */
+export const CORS_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+export const CORS_HEADERS = ["Authorization", "Content-Type", "X-Request-Id"] as const;
+/** Browsers cache a preflight this long (seconds); Chromium caps it at 7200. */
+export const CORS_MAX_AGE = 600;
+
+/**
+ * CORS for the configured origins (`CORS_ORIGINS`: a list in production, `*` only locally, which
+ * reflects any origin). A preflight without `Origin` is answered like any other (204), not fastify's
+ * plain-text 400.
+ */
+export async function registerCors(app: FastifyInstance, origins: true | readonly string[]): Promise<void> {
+  await app.register(cors, {
+    origin: origins === true ? true : [...origins],
+    methods: [...CORS_METHODS],
+    allowedHeaders: [...CORS_HEADERS],
+    exposedHeaders: ["x-request-id", "x-error-code"],
+    maxAge: CORS_MAX_AGE,
+    strictPreflight: false,
+  });
+}

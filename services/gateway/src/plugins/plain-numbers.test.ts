@@ -1,0 +1,62 @@
+import Fastify from "fastify";
+import Type from "typebox";
+import { describe, expect, it } from "vitest";
+import { registerErrorHandling } from "./error-handler.ts";
+import { INT32_MAX, numberKindOf, plainNumberProblem, registerPlainNumbers } from "./plain-numbers.ts";
+
+describe("plain decimal numbers", () => {
+  it("tells integer and number fields apart, through nullable unions", () => {
+    expect(numberKindOf(Type.Integer())).toBe("integer");
+    expect(numberKindOf(Type.Number())).toBe("number");
+    expect(numberKindOf(Type.Union([Type.Null(), Type.Integer()]))).toBe("integer");
+    expect(numberKindOf(Type.Union([Type.Integer(), Type.Number()]))).toBe("number");
+    expect(numberKindOf(Type.Union([Type.Integer(), Type.String()]))).toBeUndefined();
+    expect(numberKindOf(Type.String())).toBeUndefined();
+    expect(numberKindOf(Type.Boolean())).toBeUndefined();
+  });
+
+  it("accepts digits within int32 for integers, and one decimal point for numbers", () => {
+    for (const ok of ["0", "5", "0005", String(INT32_MAX)])
+      expect(plainNumberProblem(ok, "integer")).toBeUndefined();
+    for (const bad of ["1e1", "0x10", "+5", " 5", "5 ", "5.0", "-1", "", "2147483648", "12345678901"]) {
+      expect(plainNumberProblem(bad, "integer"), bad).toBe(
+        `must be a plain decimal integer from 0 to ${INT32_MAX}`,
+      );
+    }
+    for (const ok of ["0", "5", "4.5", "5.0"]) expect(plainNumberProblem(ok, "number")).toBeUndefined();
+    for (const bad of ["1e0", ".5", "5.", "-1", "+1", " 1", "Infinity", "NaN", ""]) {
+      expect(plainNumberProblem(bad, "number"), bad).toBe("must be a plain decimal number");
+    }
+  });
+
+  it("checks query strings as well as paths, repeated values included", async () => {
+    const app = Fastify({ ajv: { customOptions: { coerceTypes: true } } });
+    registerErrorHandling(app);
+    registerPlainNumbers(app);
+    app.get(
+      "/things",
+      {
+        schema: {
+          querystring: Type.Object({ n: Type.Optional(Type.Integer()), q: Type.Optional(Type.String()) }),
+        },
+      },
+      async (request) => ({ data: request.query, success: true, message: null }),
+    );
+    const get = (url: string) => app.inject({ method: "GET", url });
+    expect((await get("/things?n=12&q=1e1")).json()).toEqual({
+      data: { n: 12, q: "1e1" },
+      success: true,
+      message: null,
+    });
+    for (const url of ["/things?n=1e1", "/things?n=%2B5", "/things?n=", "/things?n=5&n=0x5"]) {
+      const res = await get(url);
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json(), url).toEqual({
+        data: null,
+        success: false,
+        message: `Invalid querystring: /n must be a plain decimal integer from 0 to ${INT32_MAX}.`,
+      });
+    }
+    await app.close();
+  });
+});

@@ -1,0 +1,86 @@
+import { ErrorCode, errors } from "@fundraise/protocol";
+import type { FastifyInstance } from "fastify";
+
+/**
+ * Numbers in the path and the query string are plain decimals (behaviour.md §7): the validator
+ * coerces types for JSON bodies (`"projectID": "5"` must work), and coercion would read `1e1`, `0x10`,
+ * `+5` or ` 5` as numbers too. A coerced id once deleted the wrong user, so these are refused here,
+ * before validation, for every integer or number field of every route's `params` and `querystring`.
+ */
+export const INT32_MAX = 2_147_483_647;
+const PLAIN_INTEGER = /^[0-9]{1,10}$/;
+const PLAIN_DECIMAL = /^[0-9]{1,10}(?:\.[0-9]{1,10})?$/;
+
+export type NumberKind = "integer" | "number";
+
+type JsonSchema = {
+  type?: unknown;
+  properties?: Record<string, JsonSchema>;
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+};
+
+/** `integer` or `number` when every non-null branch of the schema is one; undefined otherwise. */
+export function numberKindOf(schema: JsonSchema): NumberKind | undefined {
+  const types = [schema.type].flat().filter((t) => t !== undefined && t !== "null");
+  if (types.length > 0) {
+    if (types.every((t) => t === "integer")) return "integer";
+    if (types.every((t) => t === "integer" || t === "number")) return "number";
+    return undefined;
+  }
+  const branches = [...(schema.anyOf ?? []), ...(schema.oneOf ?? [])].filter((b) => b.type !== "null");
+  if (branches.length === 0) return undefined;
+  const kinds = branches.map(numberKindOf);
+  if (kinds.every((k) => k === "integer")) return "integer";
+  if (kinds.every((k) => k !== undefined)) return "number";
+  return undefined;
+}
+
+const fieldsCache = new WeakMap<object, [string, NumberKind][]>();
+
+/** The numeric fields of an object schema (path or query), by name. */
+export function numericFieldsOf(schema: JsonSchema | undefined): [string, NumberKind][] {
+  if (!schema?.properties) return [];
+  let fields = fieldsCache.get(schema);
+  if (!fields) {
+    fields = Object.entries(schema.properties).flatMap(([name, property]): [string, NumberKind][] => {
+      const kind = numberKindOf(property);
+      return kind ? [[name, kind]] : [];
+    });
+    fieldsCache.set(schema, fields);
+  }
+  return fields;
+}
+
+/** What is wrong with a raw path or query value, or undefined when it is a plain decimal. */
+export function plainNumberProblem(raw: string, kind: NumberKind): string | undefined {
+  if (kind === "integer") {
+    return PLAIN_INTEGER.test(raw) && Number(raw) <= INT32_MAX
+      ? undefined
+      : `must be a plain decimal integer from 0 to ${INT32_MAX}`;
+  }
+  return PLAIN_DECIMAL.test(raw) ? undefined : "must be a plain decimal number";
+}
+
+export function registerPlainNumbers(app: FastifyInstance): void {
+  app.addHook("preValidation", async (request) => {
+    const schema = request.routeOptions.schema;
+    if (!schema) return;
+    const parts = [
+      ["params", schema.params, request.params],
+      ["querystring", schema.querystring, request.query],
+    ] as const;
+    for (const [part, partSchema, values] of parts) {
+      for (const [name, kind] of numericFieldsOf(partSchema as JsonSchema | undefined)) {
+        const value = (values as Record<string, unknown> | undefined)?.[name];
+        if (value === undefined) continue;
+        for (const raw of [value].flat()) {
+          const problem = typeof raw === "string" ? plainNumberProblem(raw, kind) : undefined;
+          if (problem) {
+            throw errors.validation(ErrorCode.VALIDATION_FAILED, `Invalid ${part}: /${name} ${problem}.`);
+          }
+        }
+      }
+    }
+  });
+}

@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { INT32_MAX, type NumberKind, numericFieldsOf } from "../plugins/plain-numbers.ts";
+import type { RouteEntry } from "../plugins/route-table.ts";
+import { createHarness, type Harness } from "../test/harness.ts";
+import {
+  adminToken,
+  authHeaders,
+  type CapturedCall,
+  captureAllRpcs,
+  containsValue,
+  fillQuery,
+  fillUrl,
+  type JsonSchema,
+} from "../test/route-samples.ts";
+
+// Every integer or number in a path or query string of every route, from the gateway's route table:
+// plain decimals only (behaviour.md §7), 400 in the envelope before any service is asked.
+let h: Harness;
+let calls: CapturedCall[];
+let token: string;
+
+beforeAll(async () => {
+  h = await createHarness({ RATE_LIMIT_PER_MINUTE: "1000000", AUTH_RATE_LIMIT_PER_MINUTE: "1000000" });
+  calls = await captureAllRpcs(h);
+  token = await adminToken(h);
+});
+afterAll(() => h.close());
+
+/** As they appear in the URL: percent-encoded where a raw form could not be sent. */
+const BAD_FOR_BOTH = [
+  "1e1",
+  "1E1",
+  "0x10",
+  "0xF423F",
+  "9.99999e5",
+  "+5",
+  "+999999",
+  "%2B5",
+  "%20999999",
+  "%205",
+  "5%20",
+  "%095",
+  "-1",
+  "-0",
+  "99999999999",
+  "1_0",
+  "0b101",
+  "0o17",
+  "Infinity",
+  "NaN",
+  "5,0",
+  "%EF%BC%95", // a full-width digit 5
+  "%D9%A5", // an Arabic-Indic digit 5
+  "five",
+];
+const BAD: Record<NumberKind, string[]> = {
+  integer: [...BAD_FOR_BOTH, "5.0", "2147483648", "4294967296"],
+  number: [...BAD_FOR_BOTH, ".5", "5.", "1.2.3"],
+};
+const GOOD: Record<NumberKind, [string, number][]> = {
+  integer: [
+    ["5", 5],
+    ["0007", 7],
+    [String(INT32_MAX), INT32_MAX],
+  ],
+  number: [
+    ["3", 3],
+    ["4.5", 4.5],
+  ],
+};
+const PROBLEM: Record<NumberKind, string> = {
+  integer: `must be a plain decimal integer from 0 to ${INT32_MAX}`,
+  number: "must be a plain decimal number",
+};
+
+interface Case {
+  route: RouteEntry;
+  part: "params" | "querystring";
+  name: string;
+  kind: NumberKind;
+}
+
+function numericCases(routes: readonly RouteEntry[]): Case[] {
+  return routes.flatMap((route) =>
+    (["params", "querystring"] as const).flatMap((part) =>
+      numericFieldsOf(route.schema?.[part] as JsonSchema | undefined).map(([name, kind]) => ({
+        route,
+        part,
+        name,
+        kind,
+      })),
+    ),
+  );
+}
+
+function send(c: Case, raw: string) {
+  const url =
+    c.part === "params"
+      ? fillUrl(c.route, { [c.name]: raw }) + fillQuery(c.route)
+      : fillUrl(c.route) + fillQuery(c.route, { [c.name]: raw });
+  return h.app.inject({ method: c.route.method as "GET", url, headers: authHeaders(c.route, token) });
+}
+
+describe("numbers in paths and query strings", () => {
+  it("finds the numeric parameters of the interface in the route table", () => {
+    const found = numericCases(h.app.routeTable).map((c) => `${c.route.method} ${c.route.url} ${c.name}`);
+    for (const known of [
+      "DELETE /user/deleteuser/:id id",
+      "GET /user/getcoowners/:projectID projectID",
+      "GET /Project/Get/:id id",
+      "PUT /Project/Rate/:id/:rating rating",
+      "GET /Project/GetProjects/:numberOfProjects numberOfProjects",
+      "PUT /Project/ViewerReply/:id/:reply id",
+    ]) {
+      expect(found).toContain(known);
+    }
+  });
+
+  it("refuses every non-plain form with 400 in the envelope, on every route, before any service", async () => {
+    const cases = numericCases(h.app.routeTable);
+    for (const c of cases) {
+      for (const raw of BAD[c.kind]) {
+        calls.length = 0;
+        const res = await send(c, raw);
+        const where = `${c.route.method} ${c.route.url} ${c.name}=${raw}`;
+        expect(res.statusCode, where).toBe(400);
+        expect(res.headers["x-error-code"], where).toBe("VALIDATION_FAILED");
+        expect(res.json(), where).toEqual({
+          data: null,
+          success: false,
+          message: `Invalid ${c.part}: /${c.name} ${PROBLEM[c.kind]}.`,
+        });
+        expect(calls, where).toEqual([]);
+      }
+    }
+  });
+
+  it("passes plain decimals on as numbers", async () => {
+    for (const c of numericCases(h.app.routeTable)) {
+      for (const [raw, value] of GOOD[c.kind]) {
+        calls.length = 0;
+        const res = await send(c, raw);
+        const where = `${c.route.method} ${c.route.url} ${c.name}=${raw}`;
+        // The stand-in service answers 409 to whatever reaches it.
+        expect(res.statusCode, where).toBe(409);
+        expect(calls, where).toHaveLength(1);
+        expect(containsValue(calls[0]?.request, value), where).toBe(true);
+      }
+    }
+  });
+
+  it("deletes no user for DELETE /user/deleteuser/1e1 (it was user 10)", async () => {
+    calls.length = 0;
+    const res = await h.app.inject({
+      method: "DELETE",
+      url: "/user/deleteuser/1e1",
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({
+      data: null,
+      success: false,
+      message: `Invalid params: /id must be a plain decimal integer from 0 to ${INT32_MAX}.`,
+    });
+    expect(calls).toEqual([]);
+  });
+
+  it("answers 400 for a bad id even where the service behind the route is not running", async () => {
+    const bare = await createHarness();
+    try {
+      const admin = await adminToken(bare);
+      const bad = await bare.app.inject({
+        method: "PUT",
+        url: "/Project/ChangeStatus/0x10",
+        headers: { authorization: `Bearer ${admin}` },
+      });
+      expect(bad.statusCode).toBe(400);
+      const good = await bare.app.inject({
+        method: "PUT",
+        url: "/Project/ChangeStatus/16",
+        headers: { authorization: `Bearer ${admin}` },
+      });
+      expect(good.statusCode).toBe(503);
+    } finally {
+      await bare.close();
+    }
+  });
+});
