@@ -13,7 +13,8 @@ import { type System, startSystem } from "./system.ts";
 // with real wallets, a real chain and a real SMTP server.
 let sys: System;
 beforeAll(async () => {
-  sys = await startSystem();
+  // The gateway believes X-Forwarded-For here, so a test can call as several clients (per-IP limits).
+  sys = await startSystem({ env: { TRUST_PROXY: "true" } });
 });
 afterAll(() => sys?.stop());
 
@@ -36,6 +37,8 @@ describe("sign-up and sign-in with a wallet", () => {
       unique_name: username,
       role: "Base",
       address: wallet.address,
+      // The wallet address, as behaviour.md §2 and the first implementation have it (not the surname).
+      family_name: wallet.address,
     });
     const me = await api("GET", "/user/get", { token });
     expect(me.status).toBe(200);
@@ -197,6 +200,100 @@ describe("attacks are refused", () => {
       if (status === 200) await new Promise((r) => setTimeout(r, 100));
     }
     expect([401, 403]).toContain(status);
+  });
+});
+
+/** A call from the client at `ip` (through X-Forwarded-For, which this system's gateway believes). */
+async function from(ip: string, method: string, path: string, body?: unknown) {
+  const res = await fetch(`${sys.gatewayUrl}${path}`, {
+    method,
+    headers: {
+      "x-forwarded-for": ip,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as { data: unknown; message: string | null } };
+}
+
+describe("nobody can lock a user out, nobody can take a sign-up over (behaviour.md §7)", () => {
+  it("another client's failed logins and nonces for the address leave the owner's sign-in working", async () => {
+    const { wallet } = await signedUpUser();
+    const attacker = "198.51.100.7";
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      const forged = await newWallet().signMessage(`LOGIN: ${10_000_000 + i}`);
+      statuses.push(
+        (
+          await from(attacker, "POST", "/Authentication/Login", {
+            address: wallet.address,
+            signedMessage: forged,
+          })
+        ).status,
+      );
+      statuses.push((await from(attacker, "GET", `/Authentication/GetNonce/${wallet.address}`)).status);
+    }
+    expect(statuses).toContain(429);
+    // The owner, from another IP: GetNonce, sign, Login → 200 with a token.
+    const owner = "198.51.100.8";
+    const nonce = await from(owner, "GET", `/Authentication/GetNonce/${wallet.address}`);
+    expect(nonce.status).toBe(200);
+    const res = await from(owner, "POST", "/Authentication/Login", {
+      address: wallet.address,
+      signedMessage: await wallet.signMessage(`LOGIN: ${nonce.body.data}`),
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(typeof res.body.data).toBe("string");
+  });
+
+  it("an earlier nonce still signs in after a later GetNonce", async () => {
+    const { wallet } = await signedUpUser();
+    const first = (await api("GET", `/Authentication/GetNonce/${wallet.address}`)).body.data;
+    await api("GET", `/Authentication/GetNonce/${wallet.address}`);
+    const res = await api("POST", "/Authentication/Login", {
+      body: { address: wallet.address, signedMessage: await wallet.signMessage(`LOGIN: ${first}`) },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+  });
+
+  it("a replayed `REGISTER` signature: other data 409, and `REGISTER: <nonce>` takes a squatted address back", async () => {
+    const owner = newWallet();
+    const signedMessage = await owner.signMessage("REGISTER");
+    const stamp = Date.now().toString(36);
+    const squat = {
+      name: "Mallory",
+      surname: "M",
+      username: `squat${stamp}`,
+      mailAddress: `squat${stamp}@example.org`,
+      signedMessage,
+    };
+    // Someone who saw the owner's signature signs the address up first …
+    const squatted = await from("198.51.100.9", "POST", "/Authentication/Register", squat);
+    expect(squatted.status, JSON.stringify(squatted.body)).toBe(201);
+    // … and cannot change that pending sign-up with other data.
+    const changed = await from("198.51.100.9", "POST", "/Authentication/Register", {
+      ...squat,
+      mailAddress: `other${stamp}@example.org`,
+    });
+    expect(changed.status).toBe(409);
+    // The owner signs up with a fresh nonce: a new user replaces the squatter's sign-up.
+    const nonce = (await api("GET", `/Authentication/GetNonce/${owner.address}`)).body.data;
+    const mailAddress = `owner${stamp}@example.org`;
+    const mine = await api("POST", "/Authentication/Register", {
+      body: {
+        name: "Ada",
+        surname: "Lovelace",
+        username: `owner${stamp}`,
+        mailAddress,
+        signedMessage: await owner.signMessage(`REGISTER: ${nonce}`),
+        message: `REGISTER: ${nonce}`,
+      },
+    });
+    expect(mine.status, JSON.stringify(mine.body)).toBe(201);
+    expect(mine.body.data).not.toBe(squatted.body.data);
+    expect((await verifyFromMail(mailAddress)).status).toBe(200);
+    const token = await tokenOf(owner);
+    expect((await api("GET", "/user/get", { token })).body.data).toMatchObject({ username: `owner${stamp}` });
   });
 });
 

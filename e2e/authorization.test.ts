@@ -1,5 +1,7 @@
+import { waitFor } from "@fundraise/bus/testing";
 import { ADMIN_ROLE, confirm, createProvider, registryAt, UserStatus } from "@fundraise/contracts";
 import { type HDNodeWallet, Wallet } from "ethers";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "./client.ts";
 import { type System, startSystem } from "./system.ts";
@@ -19,10 +21,16 @@ const call = async (method: string, path: string, token?: string, body?: unknown
   return { status: res.status, json: res.body };
 };
 
+/** The registry as its deployer (the chain's admin) uses it. */
+const chainAdmin = () =>
+  registryAt(
+    sys.deployment.registry,
+    new Wallet(sys.anvil.accounts[0] as string, createProvider(sys.anvil.url, sys.anvil.chainId)),
+  );
+
 async function newUser(role: Exclude<Role, "anonymous">) {
   const { wallet, userId: id } = await client.signedUpUser();
-  const admin = new Wallet(sys.anvil.accounts[0] as string, createProvider(sys.anvil.url, sys.anvil.chainId));
-  const registry = registryAt(sys.deployment.registry, admin);
+  const registry = chainAdmin();
   const status = {
     Base: undefined,
     Whitelist: UserStatus.Whitelisted,
@@ -180,5 +188,70 @@ describe("authorization matrix", () => {
 
   it.each(cases)("%s", async (_name, run, expected) => {
     expect(await run()).toEqual(expected);
+  });
+});
+
+/** The claims of a JWT, read as a client does (no verification). */
+const claimsOf = (token: unknown) =>
+  JSON.parse(Buffer.from(String(token).split(".")[1] as string, "base64url").toString("utf8")) as {
+    role: string;
+  };
+
+describe("which role wins, and revocation that survives Redis (behaviour.md §7)", () => {
+  it("an admin's demotion survives the next sign-in; a later chain change wins over it", async () => {
+    const user = await newUser("Base");
+    const demoted = await call(
+      "PATCH",
+      `/user/updaterole/${user.wallet.address}/Blacklist`,
+      tokenOf("Admin"),
+    );
+    expect(demoted.status).toBe(200);
+    // The auth service revokes older tokens when the role-changed event reaches it, just after.
+    await waitFor(
+      async () => (await call("GET", "/user/get", user.token)).status === 401,
+      10_000,
+      "revocation",
+    );
+
+    const again = await client.login(user.wallet);
+    expect(again.status).toBe(200);
+    expect(claimsOf(again.body.data).role).toBe("Blacklist");
+    const me = await call("GET", "/user/get", again.body.data as string);
+    expect(me.status).toBe(200);
+    expect((me.json.data as { role: string }).role).toBe("Blacklist");
+
+    await confirm(chainAdmin().getFunction("editUserStatus")(user.wallet.address, UserStatus.Whitelisted));
+    const afterChain = await client.login(user.wallet);
+    expect(afterChain.status).toBe(200);
+    expect(claimsOf(afterChain.body.data).role).toBe("Whitelist");
+  });
+
+  it("a session Redis lost is rebuilt from Postgres: revoked tokens stay refused, the role stays", async () => {
+    const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
+    try {
+      const user = await newUser("Base");
+      const key = `${sys.redisPrefix}session:${user.id}`;
+      expect(
+        (await call("PATCH", `/user/updaterole/${user.wallet.address}/Viewer`, tokenOf("Admin"))).status,
+      ).toBe(200);
+      await waitFor(
+        async () => (await call("GET", "/user/get", user.token)).status === 401,
+        10_000,
+        "revocation",
+      );
+      const fresh = await client.login(user.wallet);
+      expect(fresh.status).toBe(200);
+      const token = fresh.body.data as string;
+
+      await redis.del(key);
+      expect((await call("GET", "/user/get", user.token)).status).toBe(401);
+      expect(await redis.hget(key, "revokedBefore")).not.toBeNull();
+
+      await redis.del(key);
+      expect((await call("GET", "/user/get", token)).status).toBe(200);
+      expect(await redis.hget(key, "role")).toBe("Viewer");
+    } finally {
+      await redis.quit();
+    }
   });
 });

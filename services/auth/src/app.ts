@@ -99,11 +99,19 @@ export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus:
     const relay = createOutboxRelay({ pool, bus, schema: "auth", logger: log });
     closers.push(() => relay.stop());
 
-    const sessions = createSessionStore(redis, config.redis.prefix, config.jwt.ttlSeconds);
+    const sessions = createSessionStore({
+      redis,
+      prefix: config.redis.prefix,
+      tokenTtlSeconds: config.jwt.ttlSeconds,
+      em,
+    });
     const auth = createAuthService({
       bus,
       em,
-      nonces: createNonceStore(redis, config.redis.prefix, config.signIn.nonceTtlSeconds),
+      nonces: createNonceStore(redis, config.redis.prefix, {
+        ttlSeconds: config.signIn.nonceTtlSeconds,
+        maxPerAddress: config.signIn.noncesPerAddress,
+      }),
       rateLimiter: createRateLimiter(redis, config.redis.prefix),
       chain,
       tokens: createTokenIssuer({
@@ -131,7 +139,7 @@ export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus:
       auth,
       verificationTtlHours: config.verification.ttlHours,
     });
-    await serveAuthRpc(bus, auth, keys);
+    await serveAuthRpc(bus, auth, keys, sessions);
     await subscribeAuth(bus, subscribers);
     log.info({ chainId: deployment.chainId, registry: deployment.registry }, "auth service ready");
     return { auth, keys, subscribers, relay, stopRelay: () => relay.stop(), stop: close };

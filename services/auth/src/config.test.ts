@@ -16,7 +16,16 @@ describe("loadConfig", () => {
     expect(config.mail).toMatchObject({ smtpUrl: undefined, dir: "/srv/app/.local/mail" });
     expect(config.publicBaseUrl).toBe("http://localhost:8080");
     expect(config.chain.deploymentFile).toBe("/srv/app/.local/chain/deployment.json");
-    expect(config.rateLimits).toEqual({ noncePerMinute: 10, loginPerMinute: 10, registerPerHour: 5 });
+    expect(config.signIn.noncesPerAddress).toBe(10);
+    // Per client IP and per IP + address, never per address alone (behaviour.md §7).
+    expect(config.rateLimits).toEqual({
+      noncePerIpPerMinute: 60,
+      noncePerIpAddressPerMinute: 10,
+      loginFailuresPerIpPerMinute: 30,
+      loginFailuresPerIpAddressPerMinute: 10,
+      registerPerIpPerHour: 60,
+      registerPerIpAddressPerHour: 5,
+    });
   });
 
   it("converts strings and derives the SIWE domain from PUBLIC_BASE_URL", () => {

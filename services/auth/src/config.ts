@@ -68,7 +68,8 @@ export const AuthEnv = {
   }),
   LEGACY_MESSAGES: Type.Boolean({
     default: true,
-    description: "accept the legacy signed texts `LOGIN: <nonce>` and `REGISTER` besides EIP-4361",
+    description:
+      "accept the legacy signed texts `LOGIN: <nonce>`, `REGISTER` and `REGISTER: <nonce>` besides EIP-4361",
   }),
   SIWE_DOMAIN: Type.String({
     default: "",
@@ -86,20 +87,42 @@ export const AuthEnv = {
     maximum: 3650,
     description: "age after which a new token signing key is created (checked at start-up and hourly)",
   }),
-  NONCE_PER_ADDRESS_PER_MINUTE: Type.Integer({
+  NONCES_PER_ADDRESS: Type.Integer({
     default: 10,
     minimum: 1,
-    description: "GetNonce calls per address per minute (429 beyond)",
+    maximum: 50,
+    description:
+      "GetNonce nonces outstanding at once per address; past it one is dropped (first the requesting IP's oldest)",
   }),
-  LOGIN_PER_ADDRESS_PER_MINUTE: Type.Integer({
+  NONCE_PER_IP_PER_MINUTE: Type.Integer({
+    default: 60,
+    minimum: 1,
+    description: "GetNonce calls per client IP per minute (429 beyond)",
+  }),
+  NONCE_PER_IP_ADDRESS_PER_MINUTE: Type.Integer({
     default: 10,
     minimum: 1,
-    description: "Login attempts per address per minute (429 beyond)",
+    description: "GetNonce calls per client IP and address per minute (429 beyond)",
   }),
-  REGISTER_PER_ADDRESS_PER_HOUR: Type.Integer({
+  LOGIN_FAILURES_PER_IP_PER_MINUTE: Type.Integer({
+    default: 30,
+    minimum: 1,
+    description: "failed Login attempts per client IP per minute (429 beyond)",
+  }),
+  LOGIN_FAILURES_PER_IP_ADDRESS_PER_MINUTE: Type.Integer({
+    default: 10,
+    minimum: 1,
+    description: "failed Login attempts per client IP and address per minute (429 beyond)",
+  }),
+  REGISTER_PER_IP_PER_HOUR: Type.Integer({
+    default: 60,
+    minimum: 1,
+    description: "Register calls per client IP per hour (429 beyond)",
+  }),
+  REGISTER_PER_IP_ADDRESS_PER_HOUR: Type.Integer({
     default: 5,
     minimum: 1,
-    description: "Register calls per address per hour (429 beyond)",
+    description: "Register calls per client IP and address per hour (429 beyond)",
   }),
 };
 
@@ -135,14 +158,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     verification: { ttlHours: e.VERIFICATION_TTL_HOURS },
     signIn: {
       nonceTtlSeconds: e.NONCE_TTL_SECONDS,
+      noncesPerAddress: e.NONCES_PER_ADDRESS,
       legacyMessages: e.LEGACY_MESSAGES,
       siweDomain: siweDomain.toLowerCase(),
       clockSkewSeconds: e.SIWE_CLOCK_SKEW_SECONDS,
     },
     rateLimits: {
-      noncePerMinute: e.NONCE_PER_ADDRESS_PER_MINUTE,
-      loginPerMinute: e.LOGIN_PER_ADDRESS_PER_MINUTE,
-      registerPerHour: e.REGISTER_PER_ADDRESS_PER_HOUR,
+      noncePerIpPerMinute: e.NONCE_PER_IP_PER_MINUTE,
+      noncePerIpAddressPerMinute: e.NONCE_PER_IP_ADDRESS_PER_MINUTE,
+      loginFailuresPerIpPerMinute: e.LOGIN_FAILURES_PER_IP_PER_MINUTE,
+      loginFailuresPerIpAddressPerMinute: e.LOGIN_FAILURES_PER_IP_ADDRESS_PER_MINUTE,
+      registerPerIpPerHour: e.REGISTER_PER_IP_PER_HOUR,
+      registerPerIpAddressPerHour: e.REGISTER_PER_IP_ADDRESS_PER_HOUR,
     },
   });
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { MessageContext } from "@fundraise/bus";
 import { waitFor } from "@fundraise/bus/testing";
-import { AuthRpc, UsersEvents } from "@fundraise/protocol";
+import { AuthRpc, UsersEvents, UsersRpc } from "@fundraise/protocol";
 import { silentLogger } from "@fundraise/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { VERIFIED_MESSAGE } from "./sign-in/auth.service.ts";
@@ -15,9 +15,8 @@ import {
 } from "./test/harness.ts";
 import { verificationLinkIn } from "./test/smtp.ts";
 
-// Signing keys, the JWKS and the session hash the gateway reads, on the real servers. The users service
-// is another team's work in progress: its RPCs are answered by an in-test stand-in, and its events are
-// published here on the real bus as it would publish them.
+// Signing keys, the JWKS and the session hash the gateway reads, on the real servers, with the real users
+// service. Some users events are published here on the real bus as the users service publishes them.
 let h: Harness;
 
 beforeAll(async () => {
@@ -32,12 +31,12 @@ const sessionKey = (userId: number) => `${h.prefix}session:${userId}`;
 
 async function signedInUser() {
   const wallet = newWallet();
-  const user = h.users.seed({ address: wallet.address });
+  const user = await h.users.seed({ address: wallet.address });
   const token = await legacyLogin(h, wallet);
   return { wallet, user, token };
 }
 
-describe("users service stand-in: signing keys and JWKS", () => {
+describe("signing keys and JWKS", () => {
   it("serves the signing key's public half with its kid (ES256, no private part)", async () => {
     const { token } = await signedInUser();
     const { kid } = await verifyToken(h, token);
@@ -91,7 +90,7 @@ describe("users service stand-in: signing keys and JWKS", () => {
   });
 });
 
-describe("users service stand-in: session hash from users events", () => {
+describe("session hash from users events", () => {
   it("users.user.deleted: older tokens are revoked and the role dropped", async () => {
     const { wallet, user, token } = await signedInUser();
     const { claims } = await verifyToken(h, token);
@@ -143,20 +142,20 @@ describe("users service stand-in: session hash from users events", () => {
   it("users.user.email-changed: the new address gets a link that verifies it", async () => {
     const { wallet, user } = await signedInUser();
     const mailAddress = `new.${user.id}@example.org`;
-    const row = h.users.rows.get(user.id);
-    if (row) Object.assign(row, { mailAddress, isVerified: false });
-    await h.client.publish(UsersEvents.emailChanged, {
-      userId: user.id,
-      address: wallet.address,
-      mailAddress,
+    // The user changes the e-mail: the users service marks it unverified and publishes the event.
+    await h.client.call(UsersRpc.update, {
+      caller: { userId: user.id, username: user.username, address: wallet.address, role: user.role },
+      user: { mailAddress },
     });
+    expect(await h.users.byAddress(wallet.address)).toMatchObject({ mailAddress, isVerified: false });
     const mail = await h.smtp.next(mailAddress);
     expect(mail.subject).toBe("Verify your new e-mail address");
     const link = verificationLinkIn(mail);
     expect(await h.client.call(AuthRpc.verifyEmail, { email: link.email, token: link.token })).toBe(
       VERIFIED_MESSAGE,
     );
-    expect(h.users.calls.markVerified).toContainEqual({ userId: user.id, mailAddress });
+    expect(h.users.requests(UsersRpc.markVerified)).toContainEqual({ userId: user.id, mailAddress });
+    expect(await h.users.byAddress(wallet.address)).toMatchObject({ mailAddress, isVerified: true });
   });
 
   it("handles a redelivered event once (auth.processed_message)", async () => {

@@ -19,7 +19,7 @@ import {
 import { verificationLinkIn } from "./test/smtp.ts";
 
 // A deployment that refuses the legacy texts (LEGACY_MESSAGES=false) and has no SMTP server (mail is
-// written to files). The users service is another team's work in progress: an in-test stand-in answers.
+// written to files), with the real users service.
 let h: Harness;
 const logLines: string[] = [];
 
@@ -37,10 +37,10 @@ afterAll(async () => {
   await h?.close();
 });
 
-describe("users service stand-in: legacy messages switched off, mail to files", () => {
+describe("legacy messages switched off, mail to files", () => {
   it("refuses `LOGIN: <nonce>` with the one 401 and accepts SIWE", async () => {
     const wallet = newWallet();
-    h.users.seed({ address: wallet.address });
+    await h.users.seed({ address: wallet.address });
     expect(await failureOf(legacyLogin(h, wallet))).toMatchObject({
       code: "LOGIN_FAILED",
       message: LOGIN_FAILED_MESSAGE,
@@ -70,6 +70,22 @@ describe("users service stand-in: legacy messages switched off, mail to files", 
     );
     expect(legacy).toMatchObject({ kind: "validation", code: "VALIDATION_FAILED" });
     expect(legacy.message).toContain("message");
+    // `REGISTER: <nonce>` is a legacy text too (no domain, nothing a wallet can check): refused as well,
+    // and its nonce is left alone.
+    const registerNonce = await h.client.call(AuthRpc.nonce, { address: wallet.address, origin });
+    const withNonce = await failureOf(
+      h.client.call(AuthRpc.register, {
+        register: {
+          ...fields,
+          signedMessage: await wallet.signMessage(`REGISTER: ${registerNonce}`),
+          message: `REGISTER: ${registerNonce}`,
+        },
+        origin,
+      }),
+    );
+    expect(withNonce).toMatchObject({ kind: "validation", code: "VALIDATION_FAILED" });
+    expect(withNonce.message).toContain("message");
+    expect(await h.users.byAddress(wallet.address)).toBeNull();
 
     const nonce = await h.client.call(AuthRpc.nonce, { address: wallet.address, origin });
     const message = siweMessage(h, wallet.address, nonce);
@@ -93,7 +109,7 @@ describe("users service stand-in: legacy messages switched off, mail to files", 
     expect(await h.client.call(AuthRpc.verifyEmail, { email: link.email, token: link.token })).toBe(
       VERIFIED_MESSAGE,
     );
-    expect(h.users.rows.get(Number(id))?.isVerified).toBe(true);
+    expect(await h.users.byAddress(wallet.address)).toMatchObject({ id: Number(id), isVerified: true });
 
     // The log says where the mail is, never the link or the token.
     const log = logLines.join("");

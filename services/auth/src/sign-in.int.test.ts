@@ -1,39 +1,64 @@
 import { registryAt, UserStatus, waitForReceipt } from "@fundraise/contracts";
-import { AuthRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AuthRpc, UsersRpc } from "@fundraise/protocol";
+import type { HDNodeWallet } from "ethers";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { LOGIN_FAILED_MESSAGE } from "./sign-in/auth.service.ts";
 import { deployContractWallet } from "./test/contract-wallet.ts";
 import {
   failureOf,
   type Harness,
   legacyLogin,
+  newOrigin,
   newWallet,
-  origin,
   siweMessage,
   startHarness,
   verifyToken,
 } from "./test/harness.ts";
 
-// Sign-in on the real servers: Postgres, RabbitMQ, Redis, anvil with the platform deployed. The users
-// service is another team's work in progress: its four RPCs are answered by an in-test stand-in.
+// Sign-in on the real servers: Postgres, RabbitMQ, Redis, anvil with the platform deployed, and the real
+// users service beside the auth service.
 let h: Harness;
 
 beforeAll(async () => {
-  h = await startHarness({ NONCE_PER_ADDRESS_PER_MINUTE: "5", LOGIN_PER_ADDRESS_PER_MINUTE: "5" });
+  h = await startHarness({
+    NONCES_PER_ADDRESS: "3",
+    NONCE_PER_IP_PER_MINUTE: "20",
+    NONCE_PER_IP_ADDRESS_PER_MINUTE: "5",
+    LOGIN_FAILURES_PER_IP_PER_MINUTE: "8",
+    LOGIN_FAILURES_PER_IP_ADDRESS_PER_MINUTE: "5",
+  });
 });
 
 afterAll(async () => {
   await h?.close();
 });
 
+// Each test calls from a client IP of its own: the per-IP limits of one test never touch another's.
+let origin: { ip: string };
+beforeEach(() => {
+  origin = newOrigin();
+});
+
 const nonceKey = (address: string) => `${h.prefix}nonce:${address.toLowerCase()}`;
-const getNonce = (address: string) => h.client.call(AuthRpc.nonce, { address, origin });
-const login = (address: string | null, signedMessage: string | null, message?: string | null) =>
+/** The outstanding nonces of an address as stored: `<nonce>|<client ip>`. */
+const storedNonces = (address: string) => h.redis.zrange(nonceKey(address), 0, -1);
+const getNonce = (address: string, from = origin) => h.client.call(AuthRpc.nonce, { address, origin: from });
+const login = (
+  address: string | null,
+  signedMessage: string | null,
+  message?: string | null,
+  from = origin,
+) =>
   h.client.call(AuthRpc.login, {
     login: { address, signedMessage, ...(message === undefined ? {} : { message }) },
-    origin,
+    origin: from,
   });
 const loginFailed = { kind: "unauthenticated", code: "LOGIN_FAILED", message: LOGIN_FAILED_MESSAGE };
+const outcome = (call: Promise<unknown>) =>
+  call.then(
+    () => "ok",
+    (e: { code: string }) => e.code,
+  );
 
 async function setChainStatus(address: string, status: number) {
   const registry = registryAt(h.chain.deployment.registry, h.chain.signers[0]);
@@ -41,14 +66,23 @@ async function setChainStatus(address: string, status: number) {
   await waitForReceipt(h.chain.provider, sent.hash);
 }
 
-describe("users service stand-in: GetNonce", () => {
+/** A verified user of the users service with this wallet. */
+const signedUp = (wallet: HDNodeWallet, fields: Parameters<Harness["users"]["seed"]>[0] | object = {}) =>
+  h.users.seed({ address: wallet.address, ...fields });
+
+describe("GetNonce", () => {
   it("issues a non-negative 32-bit nonce, stored per address with the nonce lifetime", async () => {
     const wallet = newWallet();
+    const before = Date.now();
     const nonce = await getNonce(wallet.address.toLowerCase());
     expect(Number.isInteger(nonce)).toBe(true);
     expect(nonce).toBeGreaterThanOrEqual(0);
     expect(nonce).toBeLessThan(2 ** 31);
-    expect(await h.redis.get(nonceKey(wallet.address))).toBe(String(nonce));
+    const stored = await h.redis.zrange(nonceKey(wallet.address), 0, -1, "WITHSCORES");
+    expect(stored[0]).toBe(`${nonce}|${origin.ip}`);
+    // The score is the nonce's expiry: five minutes after it was issued.
+    expect(Number(stored[1]) - before).toBeGreaterThanOrEqual(300_000);
+    expect(Number(stored[1]) - Date.now()).toBeLessThanOrEqual(300_000);
     const ttl = await h.redis.ttl(nonceKey(wallet.address));
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(300);
@@ -56,20 +90,64 @@ describe("users service stand-in: GetNonce", () => {
 
   it("answers the same way for registered and unknown addresses", async () => {
     const known = newWallet();
-    h.users.seed({ address: known.address });
+    await signedUp(known);
+    const lookups = h.users.requests(UsersRpc.byAddress).length;
     const a = await getNonce(known.address);
     const b = await getNonce(newWallet().address);
     expect(typeof a).toBe(typeof b);
-    expect(h.users.calls.byAddress).not.toContainEqual({ address: known.address });
+    // The users service is not asked: whether the address is registered is never looked at.
+    expect(h.users.requests(UsersRpc.byAddress)).toHaveLength(lookups);
   });
 
-  it("replaces an earlier nonce: only the newest signs in", async () => {
+  it("keeps earlier nonces: each outstanding one signs in once, in any order", async () => {
     const wallet = newWallet();
-    h.users.seed({ address: wallet.address });
+    await signedUp(wallet);
     const first = await getNonce(wallet.address);
-    await getNonce(wallet.address);
-    const signature = await wallet.signMessage(`LOGIN: ${first}`);
-    expect(await failureOf(login(wallet.address, signature))).toEqual(loginFailed);
+    const second = await getNonce(wallet.address);
+    const firstSignature = await wallet.signMessage(`LOGIN: ${first}`);
+    expect(await login(wallet.address, firstSignature)).toMatch(/^ey/);
+    expect(await storedNonces(wallet.address)).toEqual([`${second}|${origin.ip}`]);
+    expect(await login(wallet.address, await wallet.signMessage(`LOGIN: ${second}`))).toMatch(/^ey/);
+    expect(await failureOf(login(wallet.address, firstSignature))).toEqual(loginFailed);
+  });
+
+  it("bounds the outstanding nonces per address, dropping the requesting IP's oldest first", async () => {
+    const wallet = newWallet();
+    await signedUp(wallet);
+    const owner = origin;
+    const mine = await getNonce(wallet.address, owner);
+    // Someone else asks for nonces of the address, more than the bound (3): only their own are dropped.
+    const other = newOrigin();
+    for (let i = 0; i < 5; i++) await getNonce(wallet.address, other);
+    const stored = await storedNonces(wallet.address);
+    expect(stored).toHaveLength(3);
+    expect(stored).toContain(`${mine}|${owner.ip}`);
+    expect(await login(wallet.address, await wallet.signMessage(`LOGIN: ${mine}`), undefined, owner)).toMatch(
+      /^ey/,
+    );
+
+    // The owner's next request, with the bound reached by the other IP's nonces: the oldest of those goes.
+    const next = await getNonce(wallet.address, owner);
+    expect(await storedNonces(wallet.address)).toContain(`${next}|${owner.ip}`);
+    expect(await storedNonces(wallet.address)).toHaveLength(3);
+  });
+
+  it("drops an IP's own oldest nonce when that IP asks for more than the bound", async () => {
+    const wallet = newWallet();
+    await signedUp(wallet);
+    const [a, b, c, d] = [
+      await getNonce(wallet.address),
+      await getNonce(wallet.address),
+      await getNonce(wallet.address),
+      await getNonce(wallet.address),
+    ];
+    expect((await storedNonces(wallet.address)).sort()).toEqual(
+      [b, c, d].map((n) => `${n}|${origin.ip}`).sort(),
+    );
+    expect(await failureOf(login(wallet.address, await wallet.signMessage(`LOGIN: ${a}`)))).toEqual(
+      loginFailed,
+    );
+    expect(await login(wallet.address, await wallet.signMessage(`LOGIN: ${b}`))).toMatch(/^ey/);
   });
 
   it("refuses a malformed address with 400 and writes nothing", async () => {
@@ -83,42 +161,42 @@ describe("users service stand-in: GetNonce", () => {
     expect(await keys()).toEqual(before);
   });
 
-  it("limits nonces per address (429)", async () => {
+  it("limits nonces per client IP and address (429), never per address alone", async () => {
     const wallet = newWallet();
     const outcomes: string[] = [];
     // 2 × limit + 1 calls: whichever way a minute boundary splits them, one window sees more than 5.
-    for (let i = 0; i < 11; i++) {
-      outcomes.push(
-        await getNonce(wallet.address).then(
-          () => "ok",
-          (e: { code: string }) => e.code,
-        ),
-      );
-    }
+    for (let i = 0; i < 11; i++) outcomes.push(await outcome(getNonce(wallet.address)));
     expect(outcomes.slice(0, 5)).toEqual(["ok", "ok", "ok", "ok", "ok"]);
     expect(outcomes).toContain("RATE_LIMITED");
     expect(outcomes.filter((o) => o !== "ok" && o !== "RATE_LIMITED")).toEqual([]);
+    // Another client still gets nonces for the address.
+    expect(await getNonce(wallet.address, newOrigin())).toBeGreaterThan(0);
+  });
+
+  it("limits nonces per client IP across addresses (429)", async () => {
+    const outcomes: string[] = [];
+    for (let i = 0; i < 41; i++) outcomes.push(await outcome(getNonce(newWallet().address)));
+    expect(outcomes.slice(0, 20)).toEqual(Array(20).fill("ok"));
+    expect(outcomes).toContain("RATE_LIMITED");
+    expect(await getNonce(newWallet().address, newOrigin())).toBeGreaterThan(0);
   });
 });
 
-describe("users service stand-in: legacy login", () => {
+describe("legacy login", () => {
   it("signs `LOGIN: <nonce>` in and issues a token with every claim", async () => {
     const wallet = newWallet();
-    const user = h.users.seed({
-      address: wallet.address,
-      username: "ada",
-      surname: "Lovelace",
-      role: "Base",
-    });
-    const token = await legacyLogin(h, wallet);
+    const username = `ada_${Date.now().toString(36)}`;
+    const user = await signedUp(wallet, { username, surname: "Lovelace" });
+    const token = await legacyLogin(h, wallet, origin);
     const { claims, kid } = await verifyToken(h, token);
     expect(kid).not.toBe("");
     expect(claims).toMatchObject({
       sub: String(user.id),
       nameid: String(user.id),
-      unique_name: "ada",
+      unique_name: username,
       role: "Base",
-      family_name: "Lovelace",
+      // The wallet address, as behaviour.md §2 and the first implementation have it (not the surname).
+      family_name: wallet.address,
       address: wallet.address,
       iss: "fundraise-auth",
       aud: "fundraise",
@@ -126,37 +204,54 @@ describe("users service stand-in: legacy login", () => {
     expect(claims.exp - claims.iat).toBe(7200);
     expect(claims.jti).toMatch(/^[0-9a-f-]{36}$/);
     // The session hash the gateway reads: the current role, with a lifetime that covers the token.
-    expect(await h.redis.hgetall(`${h.prefix}session:${user.id}`)).toEqual({ role: "Base" });
+    expect(await h.redis.hget(`${h.prefix}session:${user.id}`, "role")).toBe("Base");
     expect(await h.redis.ttl(`${h.prefix}session:${user.id}`)).toBeGreaterThan(7200);
   });
 
-  it("consumes the nonce: the same signature replayed is refused", async () => {
+  it("accepts the text in `message` too, and consumes the nonce: the same signature replayed is refused", async () => {
     const wallet = newWallet();
-    h.users.seed({ address: wallet.address });
+    await signedUp(wallet);
     const nonce = await getNonce(wallet.address);
     const signature = await wallet.signMessage(`LOGIN: ${nonce}`);
-    await login(wallet.address, signature);
+    expect(await login(wallet.address, signature, `LOGIN: ${nonce}`)).toMatch(/^ey/);
     expect(await h.redis.exists(nonceKey(wallet.address))).toBe(0);
     expect(await failureOf(login(wallet.address, signature))).toEqual(loginFailed);
+    expect(await failureOf(login(wallet.address, signature, `LOGIN: ${nonce}`))).toEqual(loginFailed);
   });
 
-  it("consumes the nonce on a failed attempt too", async () => {
+  it("a signature by another key consumes nothing: the owner still signs in with the nonce", async () => {
     const wallet = newWallet();
-    h.users.seed({ address: wallet.address });
+    await signedUp(wallet);
     const nonce = await getNonce(wallet.address);
-    expect(await failureOf(login(wallet.address, await newWallet().signMessage(`LOGIN: ${nonce}`)))).toEqual(
-      loginFailed,
-    );
+    const forged = await newWallet().signMessage(`LOGIN: ${nonce}`);
+    expect(await failureOf(login(wallet.address, forged))).toEqual(loginFailed);
+    expect(await storedNonces(wallet.address)).toEqual([`${nonce}|${origin.ip}`]);
+    expect(await login(wallet.address, await wallet.signMessage(`LOGIN: ${nonce}`))).toMatch(/^ey/);
+  });
+
+  it("an attempt that names the nonce (`message`) consumes it whatever its outcome", async () => {
+    const wallet = newWallet();
+    await signedUp(wallet);
+    const nonce = await getNonce(wallet.address);
+    const forged = await newWallet().signMessage(`LOGIN: ${nonce}`);
+    expect(await failureOf(login(wallet.address, forged, `LOGIN: ${nonce}`))).toEqual(loginFailed);
     expect(await h.redis.exists(nonceKey(wallet.address))).toBe(0);
-    // The right signature over the consumed nonce no longer works.
     expect(await failureOf(login(wallet.address, await wallet.signMessage(`LOGIN: ${nonce}`)))).toEqual(
       loginFailed,
     );
   });
 
+  it("a correctly signed attempt that fails later (unknown address) consumes its nonce", async () => {
+    const stranger = newWallet();
+    const nonce = await getNonce(stranger.address);
+    const signature = await stranger.signMessage(`LOGIN: ${nonce}`);
+    expect(await failureOf(login(stranger.address, signature))).toEqual(loginFailed);
+    expect(await h.redis.exists(nonceKey(stranger.address))).toBe(0);
+  });
+
   it("answers every failure with one 401 that does not say which part failed", async () => {
     const known = newWallet();
-    h.users.seed({ address: known.address });
+    await signedUp(known);
     // Unknown address, correctly signed.
     const stranger = newWallet();
     const n1 = await getNonce(stranger.address);
@@ -170,17 +265,20 @@ describe("users service stand-in: legacy login", () => {
     // The signature of another address.
     const n3 = await getNonce(known.address);
     const otherSigner = await failureOf(login(known.address, await stranger.signMessage(`LOGIN: ${n3}`)));
-    // The right key over the wrong nonce.
+    // The right key over the wrong nonce, without and with the text.
     const n4 = await getNonce(known.address);
     const wrongNonce = await failureOf(login(known.address, await known.signMessage(`LOGIN: ${n4 + 1}`)));
-    for (const failure of [unknown, missing, expired, otherSigner, wrongNonce])
+    const wrongText = await failureOf(
+      login(known.address, await known.signMessage(`LOGIN: ${n4 + 1}`), `LOGIN: ${n4 + 1}`),
+    );
+    for (const failure of [unknown, missing, expired, otherSigner, wrongNonce, wrongText])
       expect(failure).toEqual(loginFailed);
   });
 
   it("refuses an unverified user with 403 after a valid signature", async () => {
     const wallet = newWallet();
-    h.users.seed({ address: wallet.address, isVerified: false });
-    const failure = await failureOf(legacyLogin(h, wallet));
+    await signedUp(wallet, { isVerified: false });
+    const failure = await failureOf(legacyLogin(h, wallet, origin));
     expect(failure).toEqual({
       kind: "forbidden",
       code: "EMAIL_NOT_VERIFIED",
@@ -190,7 +288,7 @@ describe("users service stand-in: legacy login", () => {
 
   it("refuses malformed input with 400 and leaves the nonce in place", async () => {
     const wallet = newWallet();
-    h.users.seed({ address: wallet.address });
+    await signedUp(wallet);
     const nonce = await getNonce(wallet.address);
     const signature = await wallet.signMessage(`LOGIN: ${nonce}`);
     const badAddress = await failureOf(login("0x1234", signature));
@@ -204,52 +302,98 @@ describe("users service stand-in: legacy login", () => {
       expect(failure).toMatchObject({ kind: "validation", code: "VALIDATION_FAILED" });
       expect(failure.message).toContain(field);
     }
-    expect(await h.redis.get(nonceKey(wallet.address))).toBe(String(nonce));
+    expect(await storedNonces(wallet.address)).toEqual([`${nonce}|${origin.ip}`]);
     expect(await login(wallet.address, signature)).toMatch(/^ey/);
   });
 
-  it("limits login attempts per address (429)", async () => {
+  it("limits failed attempts per client IP and address (429); successful ones do not count", async () => {
     const wallet = newWallet();
+    await signedUp(wallet);
+    // Seven sign-ins in a row from one IP, more than the limit of failures (5): all succeed. (Their nonces
+    // come from other IPs, as GetNonce has its own limit; a nonce is for the address, from wherever.)
+    for (let i = 0; i < 7; i++) {
+      const nonce = await getNonce(wallet.address, newOrigin());
+      expect(await login(wallet.address, await wallet.signMessage(`LOGIN: ${nonce}`))).toMatch(/^ey/);
+    }
     const outcomes: string[] = [];
     for (let i = 0; i < 11; i++) {
-      const signature = await wallet.signMessage("LOGIN: 12345678");
-      outcomes.push(
-        await login(wallet.address, signature).then(
-          () => "ok",
-          (e: { code: string }) => e.code,
-        ),
-      );
+      outcomes.push(await outcome(login(wallet.address, await wallet.signMessage("LOGIN: 12345678"))));
     }
     expect(outcomes.slice(0, 5)).toEqual(Array(5).fill("LOGIN_FAILED"));
     expect(outcomes).toContain("RATE_LIMITED");
+    expect(outcomes.filter((o) => o !== "LOGIN_FAILED" && o !== "RATE_LIMITED")).toEqual([]);
+  });
+
+  it("limits failed attempts per client IP across addresses (429)", async () => {
+    const outcomes: string[] = [];
+    for (let i = 0; i < 17; i++) {
+      const wallet = newWallet();
+      outcomes.push(await outcome(login(wallet.address, await wallet.signMessage("LOGIN: 12345678"))));
+    }
+    expect(outcomes.slice(0, 8)).toEqual(Array(8).fill("LOGIN_FAILED"));
+    expect(outcomes).toContain("RATE_LIMITED");
+  });
+
+  it("nobody can lock a user out: another client's failures and nonces leave the user's sign-in working", async () => {
+    const victim = newWallet();
+    await signedUp(victim);
+    const attacker = newOrigin();
+    const attempts: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      // Failed logins for the victim's address from the attacker's IP, with and without a text …
+      const text = `LOGIN: ${10_000_000 + i}`;
+      const forged = await newWallet().signMessage(text);
+      attempts.push(await outcome(login(victim.address, forged, i % 2 === 0 ? undefined : text, attacker)));
+      // … and nonces requested for it, to push the victim's out.
+      attempts.push(await outcome(getNonce(victim.address, attacker)));
+    }
+    expect(attempts).toContain("RATE_LIMITED");
+    // The victim, from another IP: GetNonce, sign, Login → a token.
+    const token = await legacyLogin(h, victim, origin);
+    expect((await verifyToken(h, token)).claims.address).toBe(victim.address);
+    // Even a nonce the victim got before the attacker's requests still works.
+    const early = await getNonce(victim.address);
+    for (let i = 0; i < 5; i++) await outcome(getNonce(victim.address, attacker));
+    await outcome(
+      login(victim.address, await newWallet().signMessage(`LOGIN: ${early}`), undefined, attacker),
+    );
+    expect(await login(victim.address, await victim.signMessage(`LOGIN: ${early}`))).toMatch(/^ey/);
   });
 });
 
-describe("users service stand-in: chain role at login", () => {
+describe("chain role at login", () => {
   it("reads the role from the registry before issuing the token and stores it", async () => {
     const wallet = newWallet();
-    const user = h.users.seed({ address: wallet.address, role: "Base" });
+    const user = await signedUp(wallet);
     await setChainStatus(wallet.address, UserStatus.Whitelisted);
-    const { claims } = await verifyToken(h, await legacyLogin(h, wallet));
+    const { claims } = await verifyToken(h, await legacyLogin(h, wallet, origin));
     expect(claims.role).toBe("Whitelist");
-    expect(h.users.calls.setChainRole).toContainEqual({ address: wallet.address, role: "Whitelist" });
-    expect(h.users.rows.get(user.id)?.role).toBe("Whitelist");
+    expect(h.users.requests(UsersRpc.setChainRole)).toContainEqual({
+      address: wallet.address,
+      role: "Whitelist",
+    });
+    expect((await h.users.byAddress(wallet.address))?.role).toBe("Whitelist");
     expect(await h.redis.hget(`${h.prefix}session:${user.id}`, "role")).toBe("Whitelist");
   });
 
   it("leaves the role alone when the chain agrees", async () => {
     const wallet = newWallet();
-    h.users.seed({ address: wallet.address, role: "Base" });
-    await legacyLogin(h, wallet);
-    expect(h.users.calls.setChainRole).not.toContainEqual(
-      expect.objectContaining({ address: wallet.address }),
-    );
+    await signedUp(wallet);
+    const token = await legacyLogin(h, wallet, origin);
+    expect((await verifyToken(h, token)).claims.role).toBe("Base");
+    expect((await h.users.byAddress(wallet.address))?.role).toBe("Base");
+    // Once the users service knows what the chain says, a sign-in does not tell it again.
+    const asked = () =>
+      h.users.requests(UsersRpc.setChainRole).filter((r) => r.address === wallet.address).length;
+    const before = asked();
+    await legacyLogin(h, wallet, origin);
+    expect(asked()).toBe(before);
   });
 
   it("gives the chain's Admin role to a registry admin", async () => {
     const admin = h.chain.signers[0];
     if (!admin) throw new Error("no deployer");
-    h.users.seed({ address: admin.address, role: "Base" });
+    await h.users.seed({ address: admin.address });
     const nonce = await getNonce(admin.address);
     const token = await login(admin.address, await admin.signMessage(`LOGIN: ${nonce}`));
     expect((await verifyToken(h, token)).claims.role).toBe("Admin");
@@ -257,16 +401,16 @@ describe("users service stand-in: chain role at login", () => {
 
   it("lets a blacklisted user sign in, as Blacklist", async () => {
     const wallet = newWallet();
-    h.users.seed({ address: wallet.address, role: "Base" });
+    await signedUp(wallet);
     await setChainStatus(wallet.address, UserStatus.Blacklisted);
-    expect((await verifyToken(h, await legacyLogin(h, wallet))).claims.role).toBe("Blacklist");
+    expect((await verifyToken(h, await legacyLogin(h, wallet, origin))).claims.role).toBe("Blacklist");
   });
 });
 
-describe("users service stand-in: Sign-In with Ethereum (EIP-4361)", () => {
+describe("Sign-In with Ethereum (EIP-4361)", () => {
   it("signs in with a full SIWE message, the address taken from the request or the message", async () => {
     const wallet = newWallet();
-    h.users.seed({ address: wallet.address });
+    await signedUp(wallet);
     const n1 = await getNonce(wallet.address);
     const m1 = siweMessage(h, wallet.address, n1);
     expect(await login(wallet.address, await wallet.signMessage(m1), m1)).toMatch(/^ey/);
@@ -279,10 +423,23 @@ describe("users service stand-in: Sign-In with Ethereum (EIP-4361)", () => {
     expect((await verifyToken(h, token)).claims.address).toBe(wallet.address);
   });
 
+  it("signs in with any of several outstanding nonces", async () => {
+    const wallet = newWallet();
+    await signedUp(wallet);
+    const older = await getNonce(wallet.address);
+    await getNonce(wallet.address);
+    const message = siweMessage(h, wallet.address, older);
+    expect(await login(wallet.address, await wallet.signMessage(message), message)).toMatch(/^ey/);
+  });
+
   const minute = 60_000;
   it.each([
     ["domain", { domain: "evil.example" }],
     ["uri", { uri: "https://evil.example/login" }],
+    ["uri scheme (javascript:)", { uri: "javascript://localhost:8080/%0aalert(1)" }],
+    ["uri scheme (ftp:)", { uri: "ftp://localhost:8080/login" }],
+    ["uri userinfo", { uri: "http://evil@localhost:8080/login" }],
+    ["uri port", { uri: "http://localhost:9999/login" }],
     ["chain id", { chainId: 1 }],
     ["expired", { expirationTime: new Date(Date.now() - 5 * minute) }],
     ["not before", { notBefore: new Date(Date.now() + 10 * minute) }],
@@ -290,7 +447,7 @@ describe("users service stand-in: Sign-In with Ethereum (EIP-4361)", () => {
     ["issued before the nonce lifetime", { issuedAt: new Date(Date.now() - 10 * minute) }],
   ])("refuses a message with the wrong %s (401), consuming the nonce", async (_check, overrides) => {
     const wallet = newWallet();
-    h.users.seed({ address: wallet.address });
+    await signedUp(wallet);
     const nonce = await getNonce(wallet.address);
     const message = siweMessage(h, wallet.address, nonce, overrides);
     expect(await failureOf(login(wallet.address, await wallet.signMessage(message), message))).toEqual(
@@ -299,20 +456,21 @@ describe("users service stand-in: Sign-In with Ethereum (EIP-4361)", () => {
     expect(await h.redis.exists(nonceKey(wallet.address))).toBe(0);
   });
 
-  it("refuses a message with another nonce than the one issued", async () => {
+  it("refuses a message with another nonce than the ones issued, leaving those in place", async () => {
     const wallet = newWallet();
-    h.users.seed({ address: wallet.address });
+    await signedUp(wallet);
     const nonce = await getNonce(wallet.address);
     const message = siweMessage(h, wallet.address, nonce + 1);
     expect(await failureOf(login(wallet.address, await wallet.signMessage(message), message))).toEqual(
       loginFailed,
     );
+    expect(await storedNonces(wallet.address)).toEqual([`${nonce}|${origin.ip}`]);
   });
 
   it("refuses a message for another address than the one signing in", async () => {
     const wallet = newWallet();
     const other = newWallet();
-    h.users.seed({ address: wallet.address });
+    await signedUp(wallet);
     const nonce = await getNonce(wallet.address);
     // Signed by the claimed address, but the message names another one.
     const message = siweMessage(h, other.address, nonce);
@@ -323,7 +481,7 @@ describe("users service stand-in: Sign-In with Ethereum (EIP-4361)", () => {
 
   it("refuses a message that breaks the grammar", async () => {
     const wallet = newWallet();
-    h.users.seed({ address: wallet.address });
+    await signedUp(wallet);
     const nonce = await getNonce(wallet.address);
     const message = siweMessage(h, wallet.address, nonce).replace("Version: 1", "Version: 2");
     expect(await failureOf(login(wallet.address, await wallet.signMessage(message), message))).toEqual(
@@ -332,7 +490,7 @@ describe("users service stand-in: Sign-In with Ethereum (EIP-4361)", () => {
   });
 });
 
-describe("users service stand-in: contract wallets (EIP-1271)", () => {
+describe("contract wallets (EIP-1271)", () => {
   let walletAddress: string;
   const owner = newWallet();
 
@@ -340,7 +498,7 @@ describe("users service stand-in: contract wallets (EIP-1271)", () => {
     const deployer = h.chain.signers[1];
     if (!deployer) throw new Error("no funded account");
     walletAddress = await deployContractWallet(deployer, h.chain.provider, owner.address);
-    h.users.seed({ address: walletAddress });
+    await h.users.seed({ address: walletAddress });
   });
 
   it("signs a contract wallet in when the contract accepts its owner's signature", async () => {
@@ -348,8 +506,9 @@ describe("users service stand-in: contract wallets (EIP-1271)", () => {
     const message = siweMessage(h, walletAddress, nonce);
     const token = await login(walletAddress, await owner.signMessage(message), message);
     expect((await verifyToken(h, token)).claims.address).toBe(walletAddress);
-    // The legacy text works the same way.
+    // The legacy text works the same way, also without `message` and with several nonces outstanding.
     const legacyNonce = await getNonce(walletAddress);
+    await getNonce(walletAddress);
     expect(await login(walletAddress, await owner.signMessage(`LOGIN: ${legacyNonce}`))).toMatch(/^ey/);
   });
 
@@ -359,14 +518,18 @@ describe("users service stand-in: contract wallets (EIP-1271)", () => {
     expect(await failureOf(login(walletAddress, await newWallet().signMessage(message), message))).toEqual(
       loginFailed,
     );
+    const legacyNonce = await getNonce(walletAddress);
+    expect(
+      await failureOf(login(walletAddress, await newWallet().signMessage(`LOGIN: ${legacyNonce}`))),
+    ).toEqual(loginFailed);
   });
 });
 
-describe("users service stand-in: chain unavailable", () => {
+describe("chain unavailable", () => {
   // Last in the file: it stops this file's chain.
   it("answers 503 CHAIN_UNAVAILABLE instead of issuing a token with an unchecked role", async () => {
     const wallet = newWallet();
-    h.users.seed({ address: wallet.address });
+    await signedUp(wallet);
     const nonce = await getNonce(wallet.address);
     const signature = await wallet.signMessage(`LOGIN: ${nonce}`);
     await h.anvil.stop();

@@ -6,7 +6,11 @@ import { type KeyStore, SIGNING_ALGORITHM } from "./key-store.ts";
 
 export interface TokenIssuer {
   /** A signed access token for the account, with the claims of behaviour.md §2. */
-  issue(account: Static<typeof UserAccount>): Promise<{ token: string; issuedAt: number; expiresAt: number }>;
+  /** `notBefore` (epoch seconds): the token is dated no earlier, so a revocation at that second spares it. */
+  issue(
+    account: Static<typeof UserAccount>,
+    options?: { notBefore?: number },
+  ): Promise<{ token: string; issuedAt: number; expiresAt: number }>;
 }
 
 export function createTokenIssuer(deps: {
@@ -16,15 +20,16 @@ export function createTokenIssuer(deps: {
   ttlSeconds: number;
 }): TokenIssuer {
   return {
-    async issue(account) {
+    async issue(account, options = {}) {
       const { kid, key } = await deps.keys.signingKey();
-      const issuedAt = Math.floor(Date.now() / 1000);
+      const issuedAt = Math.max(Math.floor(Date.now() / 1000), options.notBefore ?? 0);
       const expiresAt = issuedAt + deps.ttlSeconds;
       const token = await new SignJWT({
         nameid: String(account.id),
         unique_name: account.username,
         role: account.role,
-        family_name: account.surname,
+        // The wallet address, as behaviour.md §2 and the first implementation have it (not the surname).
+        family_name: account.address,
         address: account.address,
       })
         .setProtectedHeader({ alg: SIGNING_ALGORITHM, kid, typ: "JWT" })

@@ -6,4 +6,4 @@ import type { AuthService } from "../sign-in/auth.service.ts";
 export const issueNonce =
   (auth: AuthService): RpcHandler<typeof AuthRpc.nonce> =>
   async (request) =>
-    auth.issueNonce(request.address);
+    auth.issueNonce(request.address, request.origin);

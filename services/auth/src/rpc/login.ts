@@ -6,4 +6,4 @@ import type { AuthService } from "../sign-in/auth.service.ts";
 export const login =
   (auth: AuthService): RpcHandler<typeof AuthRpc.login> =>
   async (request, ctx) =>
-    auth.login(request.login, ctx);
+    auth.login(request.login, request.origin, ctx);

@@ -6,4 +6,4 @@ import type { AuthService } from "../sign-in/auth.service.ts";
 export const register =
   (auth: AuthService): RpcHandler<typeof AuthRpc.register> =>
   async (request, ctx) =>
-    auth.register(request.register, ctx);
+    auth.register(request.register, request.origin, ctx);

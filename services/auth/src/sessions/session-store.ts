@@ -1,34 +1,94 @@
-import type { UserRole } from "@fundraise/protocol";
+import {
+  parseSessionHash,
+  SESSION_FIELD,
+  type SessionState,
+  sessionKey,
+  type UserRole,
+} from "@fundraise/protocol";
+import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Redis } from "ioredis";
 import { execAll } from "./redis-exec.ts";
 
 /**
- * The session hash the gateway reads on every authenticated request: `<prefix>session:<userId>` with
- * `role` (the current role; overrides the token's claim) and `revokedBefore` (epoch seconds; tokens with
- * an older `iat` are refused). Every write extends the hash's life to one token lifetime (+1 min): no
- * token that the hash must govern outlives it, and nothing lingers for users who stopped signing in.
+ * The session state the gateway reads on every authenticated request (packages/protocol `sessions.ts`),
+ * kept in Postgres (`auth.session`, the copy that survives) and in Redis (the copy that is read). Every
+ * write goes to Postgres first, then to Redis, and extends the hash's life to one token lifetime (+1 min):
+ * no token the hash must govern outlives it. A hash Redis lost is rebuilt from Postgres on demand.
  */
 export interface SessionStore {
-  setRole(userId: number, role: UserRole): Promise<void>;
+  /**
+   * At sign-in and on a role change from the chain: the role only. Answers the revocation time in force
+   * (epoch seconds, or null): a token issued now must not be dated before it.
+   */
+  setRole(userId: number, role: UserRole, em?: EntityManager): Promise<number | null>;
   /** Refuses every token issued before now (rounded up to the second); drops the role when given null. */
-  revoke(userId: number, role: UserRole | null): Promise<void>;
+  revoke(userId: number, role: UserRole | null, em?: EntityManager): Promise<void>;
+  /** The state from Postgres, written back to Redis without overwriting fields written meanwhile. */
+  rebuild(userId: number): Promise<SessionState>;
 }
 
-export function createSessionStore(redis: Redis, prefix: string, tokenTtlSeconds: number): SessionStore {
-  const key = (userId: number) => `${prefix}session:${userId}`;
-  const ttl = tokenTtlSeconds + 60;
+export function createSessionStore(deps: {
+  redis: Redis;
+  prefix: string;
+  tokenTtlSeconds: number;
+  em: () => EntityManager;
+}): SessionStore {
+  const { redis } = deps;
+  const key = (userId: number) => sessionKey(deps.prefix, userId);
+  const ttl = deps.tokenTtlSeconds + 60;
+
   return {
-    async setRole(userId, role) {
-      await execAll(redis.multi().hset(key(userId), "role", role).expire(key(userId), ttl));
-    },
-    async revoke(userId, role) {
+    async setRole(userId, role, em = deps.em()) {
+      const [row] = await em.execute<{ revoked_before: string | number | null }[]>(
+        `insert into auth.session (user_id, role) values (?, ?)
+         on conflict (user_id) do update set role = excluded.role, updated_at = now()
+         returning revoked_before`,
+        [userId, role],
+      );
+      const revokedBefore = row?.revoked_before == null ? null : Number(row.revoked_before);
+      // Both fields from Postgres: a hash Redis lost must not come back without its revocation.
       const k = key(userId);
-      // Rounded up: a token issued earlier in this second (iat = floor) is refused too.
-      const revokedBefore = String(Math.ceil(Date.now() / 1000));
-      const tx = redis.multi().hset(k, "revokedBefore", revokedBefore);
-      if (role === null) tx.hdel(k, "role");
-      else tx.hset(k, "role", role);
+      const tx = redis.multi().hset(k, SESSION_FIELD.role, role);
+      if (revokedBefore !== null) tx.hset(k, SESSION_FIELD.revokedBefore, String(revokedBefore));
       await execAll(tx.expire(k, ttl));
+      return revokedBefore;
+    },
+
+    async revoke(userId, role, em = deps.em()) {
+      // Rounded up: a token issued earlier in this second (iat = floor) is refused too.
+      const [row] = await em.execute<{ revoked_before: string | number }[]>(
+        `insert into auth.session (user_id, role, revoked_before) values (?, ?, ?)
+         on conflict (user_id) do update set role = excluded.role, updated_at = now(),
+           revoked_before = greatest(auth.session.revoked_before, excluded.revoked_before)
+         returning revoked_before`,
+        [userId, role, Math.ceil(Date.now() / 1000)],
+      );
+      const k = key(userId);
+      const tx = redis.multi().hset(k, SESSION_FIELD.revokedBefore, String(row?.revoked_before));
+      if (role === null) tx.hdel(k, SESSION_FIELD.role);
+      else tx.hset(k, SESSION_FIELD.role, role);
+      await execAll(tx.expire(k, ttl));
+    },
+
+    async rebuild(userId) {
+      const rows = await deps
+        .em()
+        .execute<{ role: string | null; revoked_before: string | number | null }[]>(
+          `select role, revoked_before from auth.session where user_id = ?`,
+          [userId],
+        );
+      const row = rows[0];
+      const fields: Record<string, string> = {};
+      if (row?.role) fields[SESSION_FIELD.role] = row.role;
+      if (row?.revoked_before != null) fields[SESSION_FIELD.revokedBefore] = String(row.revoked_before);
+      const state = parseSessionHash(fields) ?? { role: null, revokedBefore: null };
+      // HSETNX: a write that reached Redis between our read and now is newer than what we read.
+      const k = key(userId);
+      const tx = redis.multi();
+      for (const [field, value] of Object.entries(fields)) tx.hsetnx(k, field, value);
+      tx.hsetnx(k, SESSION_FIELD.rebuiltAt, String(Math.floor(Date.now() / 1000)));
+      await execAll(tx.expire(k, ttl));
+      return parseSessionHash(await redis.hgetall(k)) ?? state;
     },
   };
 }

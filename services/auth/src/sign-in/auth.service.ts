@@ -1,4 +1,4 @@
-import { type Bus, enqueue, type MessageContext } from "@fundraise/bus";
+import { type Bus, enqueue, type MessageContext, type WithMessage, withMessage } from "@fundraise/bus";
 import {
   AuthEvents,
   type AuthRpc,
@@ -6,11 +6,13 @@ import {
   errors,
   isAppError,
   type RequestOf,
+  type SignUpProof,
   type UserAccount,
   UsersRpc,
 } from "@fundraise/protocol";
 import { type Logger, translateDbError } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { hashMessage } from "ethers";
 import type { Static } from "typebox";
 import type { ChainReader } from "../chain/chain.ts";
 import { sqlExecutorOf } from "../db/sql.ts";
@@ -21,6 +23,8 @@ import {
   isSignedBy,
   LEGACY_REGISTER_MESSAGE,
   legacyLoginMessage,
+  nonceOfLegacyLogin,
+  nonceOfLegacyRegister,
   recoverSigner,
 } from "../signatures/signature.ts";
 import { checkSiweMessage, parseSiweMessage, type SiweMessage } from "../signatures/siwe.ts";
@@ -39,11 +43,13 @@ import {
   validateRegistration,
 } from "./input.ts";
 import type { NonceStore } from "./nonce-store.ts";
-import type { RateLimiter } from "./rate-limiter.ts";
+import { ipAddressSubject, ipSubject, type RateLimiter } from "./rate-limiter.ts";
 
 type Account = Static<typeof UserAccount>;
 type LoginRequest = RequestOf<typeof AuthRpc.login>["login"];
 type RegisterRequest = RequestOf<typeof AuthRpc.register>["register"];
+/** Where a call came from (the gateway's client IP): rate limits count per IP and per IP + address. */
+type Origin = RequestOf<typeof AuthRpc.login>["origin"];
 type VerificationEntry = {
   userId: number;
   mailAddress: string;
@@ -61,11 +67,14 @@ export const VERIFIED_MESSAGE = "Your e-mail address is verified.";
 export const LINK_EXPIRED_MESSAGE = "The link has expired; fill in the sign-up form again.";
 export const LINK_INVALID_MESSAGE = "This verification link is not valid.";
 export const NOT_VERIFIED_MESSAGE = "Verify your e-mail first.";
+export const MAIL_NOT_SENT_MESSAGE =
+  "Registered, but the verification e-mail could not be sent; register again with the same details to re-send it.";
 
 export interface AuthService {
-  issueNonce(address: string): Promise<number>;
-  login(request: LoginRequest, ctx: CallContext): Promise<string>;
-  register(request: RegisterRequest, ctx: CallContext): Promise<string>;
+  issueNonce(address: string, origin: Origin): Promise<number>;
+  login(request: LoginRequest, origin: Origin, ctx: CallContext): Promise<string>;
+  /** The new user's id; with a message when the verification mail could not be sent (behaviour.md §2). */
+  register(request: RegisterRequest, origin: Origin, ctx: CallContext): Promise<string | WithMessage<string>>;
   verifyEmail(email: string, token: string, ctx: CallContext): Promise<string>;
   /** Creates a verification token for (user, address) and mails the link; rejects when the mail fails. */
   sendVerification(em: EntityManager, entry: VerificationEntry): Promise<void>;
@@ -88,15 +97,16 @@ export interface AuthServiceDeps {
     clockSkewSeconds: number;
     legacyMessages: boolean;
     verificationTtlHours: number;
-    rateLimits: { noncePerMinute: number; loginPerMinute: number; registerPerHour: number };
+    rateLimits: {
+      noncePerIpPerMinute: number;
+      noncePerIpAddressPerMinute: number;
+      loginFailuresPerIpPerMinute: number;
+      loginFailuresPerIpAddressPerMinute: number;
+      registerPerIpPerHour: number;
+      registerPerIpAddressPerHour: number;
+    };
   };
 }
-
-const SIGN_UP_CONFLICTS: ReadonlySet<string> = new Set([
-  ErrorCode.USER_ADDRESS_TAKEN,
-  ErrorCode.USER_EMAIL_TAKEN,
-  ErrorCode.USER_USERNAME_TAKEN,
-]);
 
 const callOptions = (ctx: CallContext) => ({
   requestId: ctx.requestId,
@@ -108,12 +118,13 @@ const dbUnavailable = (error: unknown) => translateDbError(error);
 export function createAuthService(deps: AuthServiceDeps): AuthService {
   const { bus, nonces, rateLimiter, chain, tokens, sessions, mailer, settings } = deps;
   const verificationTtlMs = settings.verificationTtlHours * 3_600_000;
+  const limits = settings.rateLimits;
 
-  const siweExpectations = (nonce: number, address: string) => ({
+  const siweExpectations = (nonce: string, address: string) => ({
     domain: settings.siweDomain,
     baseUrl: settings.publicBaseUrl,
     chainId: chain.chainId,
-    nonce: String(nonce),
+    nonce,
     address,
     now: new Date(),
     maxAgeSeconds: settings.nonceTtlSeconds,
@@ -136,30 +147,73 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     await mailVerification(entry, await issueVerification(em, entry));
   }
 
-  /** Reads the chain role and writes it to the users service when it differs (behaviour.md §6). */
+  /**
+   * Reads the chain role and tells the users service when the chain changed since it last saw it; the
+   * users service decides whether the chain's change or an admin's is newer (behaviour.md §7).
+   */
   async function refreshRole(account: Account, ctx: CallContext): Promise<Account | null> {
     const role = await chain.roleOf(account.address);
-    if (role === account.role) return account;
-    ctx.log.info(
-      { userId: account.id, from: account.role, to: role },
-      "role refreshed from the chain at login",
+    if (role === account.chainRole) return account;
+    const current = await bus.call(
+      UsersRpc.setChainRole,
+      { address: account.address, role },
+      callOptions(ctx),
     );
-    return bus.call(UsersRpc.setChainRole, { address: account.address, role }, callOptions(ctx));
+    if (current && current.role !== account.role) {
+      ctx.log.info(
+        { userId: account.id, from: account.role, to: current.role },
+        "role refreshed from the chain at login",
+      );
+    }
+    return current;
+  }
+
+  /**
+   * Which outstanding nonce of the address a bare signature signs as `LOGIN: <nonce>`, if any: the signer
+   * is recovered for each (cheap, local); a contract wallet's contract is asked for each, in parallel.
+   */
+  async function signedLegacyNonce(address: string, signature: string): Promise<string | undefined> {
+    const live = await nonces.live(address);
+    if (live.length === 0) return undefined;
+    const own = live.find(
+      (n) => recoverSigner(legacyLoginMessage(n), signature)?.toLowerCase() === address.toLowerCase(),
+    );
+    if (own !== undefined) return String(own);
+    if (!(await chain.hasCode(address))) return undefined;
+    const verdicts = await Promise.all(
+      live.map((n) => chain.isValidSignature(address, hashMessage(legacyLoginMessage(n)), signature)),
+    );
+    const index = verdicts.indexOf(true);
+    return index < 0 ? undefined : String(live[index]);
   }
 
   return {
     sendVerification,
 
-    async issueNonce(address) {
+    async issueNonce(address, origin) {
       const checked = requireAddress(address);
-      await rateLimiter.hit("nonce", checked, settings.rateLimits.noncePerMinute, 60);
-      return nonces.issue(checked);
+      await rateLimiter.hit([
+        {
+          action: "nonce",
+          subject: ipSubject(origin.ip),
+          limit: limits.noncePerIpPerMinute,
+          windowSeconds: 60,
+        },
+        {
+          action: "nonce",
+          subject: ipAddressSubject(origin.ip, checked),
+          limit: limits.noncePerIpAddressPerMinute,
+          windowSeconds: 60,
+        },
+      ]);
+      return nonces.issue(checked, origin.ip);
     },
 
-    async login(request, ctx) {
+    async login(request, origin, ctx) {
       const signature = requireSignature(request.signedMessage);
       const text = optionalMessage(request.message);
-      const isLegacy = text === undefined || /^LOGIN: \d+$/.test(text);
+      const legacyNonce = text === undefined ? undefined : nonceOfLegacyLogin(text);
+      const isLegacy = text === undefined || legacyNonce !== undefined;
       let siwe: SiweMessage | undefined;
       let parseError: string | undefined;
       if (!isLegacy) {
@@ -174,37 +228,57 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         optionalMessage(request.address) === undefined && siwe
           ? siwe.address
           : requireAddress(request.address);
-      await rateLimiter.hit("login", address, settings.rateLimits.loginPerMinute, 60);
-
-      // Consumed by this attempt, whatever its outcome.
-      const nonce = await nonces.take(address);
+      // Failed sign-ins are limited per client IP and per IP + address, never per address alone: anyone
+      // could otherwise lock an address's owner out (behaviour.md §7). A success is taken back below.
+      const attempt = await rateLimiter.hit([
+        {
+          action: "login",
+          subject: ipSubject(origin.ip),
+          limit: limits.loginFailuresPerIpPerMinute,
+          windowSeconds: 60,
+        },
+        {
+          action: "login",
+          subject: ipAddressSubject(origin.ip, address),
+          limit: limits.loginFailuresPerIpAddressPerMinute,
+          windowSeconds: 60,
+        },
+      ]);
       const refuse = (reason: string) => {
         ctx.log.info({ reason, address }, "login refused");
         return errors.unauthenticated(ErrorCode.LOGIN_FAILED, LOGIN_FAILED_MESSAGE);
       };
-      if (nonce === undefined) throw refuse("no nonce (never issued, expired or used)");
-      let signed: string;
-      if (isLegacy) {
-        if (!settings.legacyMessages) throw refuse("legacy messages are disabled");
-        signed = legacyLoginMessage(nonce);
-        if (text !== undefined && text !== signed) throw refuse("legacy message with another nonce");
+      if (isLegacy && !settings.legacyMessages) throw refuse("legacy messages are disabled");
+
+      if (text === undefined) {
+        // The existing web client sends only the signature of `LOGIN: <nonce>`: the nonce it signed is the
+        // outstanding one whose text the signature matches. Only that one is consumed; a signature that
+        // matches none consumes nothing (it proves no nonce, and would let anyone cancel the owner's).
+        const nonce = await signedLegacyNonce(address, signature);
+        if (nonce === undefined) throw refuse("the signature matches no outstanding nonce");
+        if (!(await nonces.take(address, nonce))) throw refuse("nonce used by a concurrent attempt");
       } else {
-        if (!siwe) throw refuse(`not an EIP-4361 message: ${parseError}`);
-        const problem = checkSiweMessage(siwe, siweExpectations(nonce, address));
-        if (problem) throw refuse(`EIP-4361 check failed: ${problem}`);
-        signed = text as string;
+        // The text names its nonce: the attempt consumes it, whatever its outcome.
+        const nonce = legacyNonce ?? siwe?.nonce;
+        if (nonce === undefined) throw refuse(`not an EIP-4361 message: ${parseError}`);
+        if (!(await nonces.take(address, nonce)))
+          throw refuse("no such nonce (never issued, expired or used)");
+        if (siwe) {
+          const problem = checkSiweMessage(siwe, siweExpectations(nonce, address));
+          if (problem) throw refuse(`EIP-4361 check failed: ${problem}`);
+        }
+        if (!(await isSignedBy(address, text, signature, chain))) throw refuse("signature");
       }
-      if (!(await isSignedBy(address, signed, signature, chain))) throw refuse("signature");
 
       const account = await bus.call(UsersRpc.byAddress, { address }, callOptions(ctx));
       if (!account) throw refuse("unknown address");
       if (!account.isVerified) throw errors.forbidden(ErrorCode.EMAIL_NOT_VERIFIED, NOT_VERIFIED_MESSAGE);
       const current = await refreshRole(account, ctx);
       if (!current) throw refuse("user removed during sign-in");
-      const { token } = await tokens.issue(current);
       // The gateway prefers the session's role to the claim: it must be this one before the token is out.
+      let revokedBefore: number | null;
       try {
-        await sessions.setRole(current.id, current.role);
+        revokedBefore = await sessions.setRole(current.id, current.role);
       } catch (cause) {
         throw errors.unavailable(
           ErrorCode.SERVICE_UNAVAILABLE,
@@ -214,30 +288,67 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
           },
         );
       }
+      // Revocation rounds up to the next second: a token of this second must not be dated before it.
+      const { token } = await tokens.issue(current, { notBefore: revokedBefore ?? 0 });
+      // A sign-in that succeeded is not a failure: it does not count against the limits.
+      await attempt.refund();
       ctx.log.info({ userId: current.id, role: current.role }, "signed in");
       return token;
     },
 
-    async register(request, ctx) {
+    async register(request, origin, ctx) {
       const fields = validateRegistration(request);
       const signature = requireSignature(request.signedMessage);
       const text = optionalMessage(request.message);
-      const badSignature = () =>
-        errors.validation(ErrorCode.VALIDATION_FAILED, REGISTER_SIGNATURE_MESSAGE, {
+      const badSignature = (reason: string, address?: string) => {
+        ctx.log.info({ reason, address }, "register refused");
+        return errors.validation(ErrorCode.VALIDATION_FAILED, REGISTER_SIGNATURE_MESSAGE, {
           details: [{ path: "/signedMessage", message: "does not sign a valid message for this address" }],
         });
+      };
+      const legacyRefused = () =>
+        invalidFields([{ path: "/message", message: "must be an EIP-4361 (Sign-In with Ethereum) message" }]);
+      // Per client IP and per IP + address, never per address alone (behaviour.md §7).
+      const limit = (address: string) =>
+        rateLimiter.hit([
+          {
+            action: "register",
+            subject: ipSubject(origin.ip),
+            limit: limits.registerPerIpPerHour,
+            windowSeconds: 3600,
+          },
+          {
+            action: "register",
+            subject: ipAddressSubject(origin.ip, address),
+            limit: limits.registerPerIpAddressPerHour,
+            windowSeconds: 3600,
+          },
+        ]);
 
+      // How the wallet's consent is proven (behaviour.md §7): the constant `REGISTER` text is `legacy` (its
+      // signature can be replayed by whoever saw it); a GetNonce nonce, consumed here, is `nonce`.
       let address: string;
+      let proof: SignUpProof;
+      const registerNonce = text === undefined ? undefined : nonceOfLegacyRegister(text);
       if (text === undefined || text === LEGACY_REGISTER_MESSAGE) {
-        if (!settings.legacyMessages) {
-          throw invalidFields([
-            { path: "/message", message: "must be an EIP-4361 (Sign-In with Ethereum) message" },
-          ]);
-        }
+        if (!settings.legacyMessages) throw legacyRefused();
         const recovered = recoverSigner(LEGACY_REGISTER_MESSAGE, signature);
-        if (!recovered) throw badSignature();
+        if (!recovered) throw badSignature("malformed signature");
         address = recovered;
-        await rateLimiter.hit("register", address, settings.rateLimits.registerPerHour, 3600);
+        proof = "legacy";
+        await limit(address);
+      } else if (registerNonce !== undefined) {
+        // `REGISTER: <nonce>` is a legacy-style text too (no domain, nothing a wallet can check): the switch
+        // that refuses legacy texts refuses it as well.
+        if (!settings.legacyMessages) throw legacyRefused();
+        const recovered = recoverSigner(text, signature);
+        if (!recovered) throw badSignature("malformed signature");
+        address = recovered;
+        proof = "nonce";
+        await limit(address);
+        if (!(await nonces.take(address, registerNonce))) {
+          throw badSignature("no such nonce (never issued, expired or used)", address);
+        }
       } else {
         let siwe: SiweMessage;
         try {
@@ -248,36 +359,29 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
           ]);
         }
         address = siwe.address;
-        await rateLimiter.hit("register", address, settings.rateLimits.registerPerHour, 3600);
-        const nonce = await nonces.take(address);
-        if (nonce === undefined) throw badSignature();
-        const problem = checkSiweMessage(siwe, siweExpectations(nonce, address));
-        if (problem) {
-          ctx.log.info({ reason: problem, address }, "register refused: EIP-4361 check failed");
-          throw badSignature();
+        proof = "nonce";
+        await limit(address);
+        if (!(await nonces.take(address, siwe.nonce))) {
+          throw badSignature("no such nonce (never issued, expired or used)", address);
         }
-        if (!(await isSignedBy(address, text, signature, chain))) throw badSignature();
+        const problem = checkSiweMessage(siwe, siweExpectations(siwe.nonce, address));
+        if (problem) throw badSignature(`EIP-4361 check failed: ${problem}`, address);
+        if (!(await isSignedBy(address, text, signature, chain))) throw badSignature("signature", address);
       }
 
-      let userId: number;
-      let resend = false;
-      try {
-        const created = await bus.call(
-          UsersRpc.register,
-          { address, ...fields, pendingUntil: new Date(Date.now() + verificationTtlMs).toISOString() },
-          callOptions(ctx),
-        );
-        userId = created.userId;
-      } catch (error) {
-        if (!(isAppError(error) && error.kind === "conflict" && SIGN_UP_CONFLICTS.has(error.code)))
-          throw error;
-        // The owner of the address signing up again with the same e-mail before verifying: re-send.
-        const existing = await bus.call(UsersRpc.byAddress, { address }, callOptions(ctx));
-        const sameMail = existing?.mailAddress?.toLowerCase() === fields.mailAddress.toLowerCase();
-        if (!existing || existing.isVerified || !sameMail) throw error;
-        userId = existing.id;
-        resend = true;
-      }
+      // The users service decides (behaviour.md §2, §7): a new sign-up, a replaced one (expired, or pending
+      // and legacy-proven while this one is nonce-proven), the same pending sign-up again (`resent`: nothing
+      // changed, the link is mailed again), or 409.
+      const { userId, resent } = await bus.call(
+        UsersRpc.register,
+        {
+          address,
+          ...fields,
+          pendingUntil: new Date(Date.now() + verificationTtlMs).toISOString(),
+          proof,
+        },
+        callOptions(ctx),
+      );
 
       let entry: VerificationEntry;
       let token: string;
@@ -285,9 +389,9 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         [entry, token] = await deps.em().transactional(async (em) => {
           // A re-sent link keeps the sign-up's deadline: the users service frees the data at that time.
           const expiresAt =
-            (resend ? await pendingExpiryOf(em, userId) : undefined) ??
+            (resent ? await pendingExpiryOf(em, userId) : undefined) ??
             new Date(Date.now() + verificationTtlMs);
-          if (!resend) {
+          if (!resent) {
             const event = { userId, address };
             await enqueue(sqlExecutorOf(em), AuthEvents.registered, event, {
               schema: "auth",
@@ -315,8 +419,11 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         mailed = false;
         ctx.log.warn({ err, userId }, "verification mail could not be sent; registering again re-sends it");
       }
-      ctx.log.info({ userId, resend, mailed }, resend ? "verification mail re-sent" : "user registered");
-      return String(userId);
+      ctx.log.info(
+        { userId, resent, mailed, proof },
+        resent ? "verification mail re-sent" : "user registered",
+      );
+      return mailed ? String(userId) : withMessage(String(userId), MAIL_NOT_SENT_MESSAGE);
     },
 
     async verifyEmail(email, token, ctx) {
@@ -332,11 +439,17 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       if (entry.expiresAt.getTime() <= Date.now()) {
         throw errors.gone(ErrorCode.VERIFICATION_LINK_EXPIRED, LINK_EXPIRED_MESSAGE);
       }
-      const account = await bus.call(
-        UsersRpc.markVerified,
-        { userId: entry.userId, mailAddress: entry.mailAddress },
-        callOptions(ctx),
-      );
+      const account = await bus
+        .call(
+          UsersRpc.markVerified,
+          { userId: entry.userId, mailAddress: entry.mailAddress },
+          callOptions(ctx),
+        )
+        .catch((error: unknown) => {
+          // The sign-up was replaced or deleted since the link was sent: the link is not valid any more.
+          if (isAppError(error) && error.code === ErrorCode.USER_NOT_FOUND) throw invalid();
+          throw error;
+        });
       try {
         await deps.em().transactional(async (em) => {
           // Two clicks at once: only the one that marks the token publishes the event.

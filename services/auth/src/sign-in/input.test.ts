@@ -1,6 +1,6 @@
-import { isAppError } from "@fundraise/protocol";
+import { isAppError, isEmailAddress } from "@fundraise/protocol";
 import { describe, expect, it } from "vitest";
-import { isEmailAddress, validateRegistration } from "./input.ts";
+import { validateRegistration } from "./input.ts";
 
 const valid = { name: " Ada ", surname: "Lovelace", username: "ada.l_1", mailAddress: "ada@example.org" };
 
@@ -29,6 +29,30 @@ describe("validateRegistration", () => {
     expect(issuesOf({ ...valid, name: "A\u0000da", mailAddress: "x" }).map((i) => i.path)).toEqual([
       "/name",
       "/mailAddress",
+    ]);
+  });
+});
+
+describe("validateRegistration: names are printable (behaviour.md §7)", () => {
+  it.each([
+    ["name", "Ada\u202Eecalevol"],
+    ["name", "A\u2066da"],
+    ["name", "A\u200Bda"],
+    ["name", "\uFEFFAda"],
+    ["surname", "Love\u2028lace"],
+    ["surname", "Love\u2029lace"],
+    ["surname", "Love\u0085lace"],
+    ["username", "ada\u200D"],
+  ])("refuses a %s holding %j with 400 naming it", (field, value) => {
+    expect(issuesOf({ ...valid, [field]: value })).toEqual([
+      { path: `/${field}`, message: expect.stringMatching(/control|invisible|letters/) },
+    ]);
+  });
+
+  it("counts a name made only of invisible characters as missing", () => {
+    expect(issuesOf({ ...valid, name: "\u200B", surname: "\u200B\u2060 " })).toEqual([
+      { path: "/name", message: "is required" },
+      { path: "/surname", message: "is required" },
     ]);
   });
 });

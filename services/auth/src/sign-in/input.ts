@@ -1,4 +1,4 @@
-import { ErrorCode, errors, type Issue } from "@fundraise/protocol";
+import { ErrorCode, errors, type Issue, PROFILE_FIELD_PROBLEMS, trimText } from "@fundraise/protocol";
 import { isSignatureHex, normalizeAddress } from "../signatures/signature.ts";
 
 /** One 400 naming every field that is wrong, with the issues in `details` (as the bus reports schema failures). */
@@ -35,18 +35,6 @@ export function optionalMessage(value: string | null | undefined): string | unde
   return value;
 }
 
-export const USERNAME = /^[A-Za-z0-9_.-]{3,32}$/;
-// A practical address check (the WHATWG `type=email` rule plus a dot in the domain): one @, no spaces,
-// a local part of allowed characters, a domain of dot-separated labels.
-const EMAIL =
-  /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
-// Control characters have no place in a name and break mail and logs.
-const CONTROL = /\p{Cc}/u;
-
-export function isEmailAddress(value: string): boolean {
-  return value.length <= 254 && EMAIL.test(value);
-}
-
 export interface RegistrationFields {
   name: string;
   surname: string;
@@ -54,7 +42,11 @@ export interface RegistrationFields {
   mailAddress: string;
 }
 
-/** Trims and checks the sign-up fields; one 400 naming every bad field. */
+/**
+ * Trims and checks the sign-up fields (names printable, behaviour.md §7: no control, bidi, zero-width or
+ * line-separator characters, and a name of invisible characters only is missing); one 400 naming every
+ * bad field. The same checks as the users service's (both use the protocol's text rules).
+ */
 export function validateRegistration(input: {
   name: string | null;
   surname: string | null;
@@ -62,31 +54,13 @@ export function validateRegistration(input: {
   mailAddress: string | null;
 }): RegistrationFields {
   const issues: Issue[] = [];
-  /** The trimmed value, or "" after recording why it is wrong (one issue per field). */
-  const text = (field: keyof RegistrationFields, max: number): string => {
-    const value = input[field]?.trim() ?? "";
-    const problem =
-      value === ""
-        ? "is required"
-        : value.length > max
-          ? `must be at most ${max} characters`
-          : CONTROL.test(value)
-            ? "must not contain control characters"
-            : undefined;
-    if (problem === undefined) return value;
-    issues.push(issue(field, problem));
-    return "";
-  };
-  const name = text("name", 100);
-  const surname = text("surname", 100);
-  const username = text("username", 32);
-  if (username !== "" && !USERNAME.test(username)) {
-    issues.push(issue("username", "must be 3-32 letters, digits, '_', '.' or '-'"));
-  }
-  const mailAddress = text("mailAddress", 254);
-  if (mailAddress !== "" && !isEmailAddress(mailAddress)) {
-    issues.push(issue("mailAddress", "must be a valid e-mail address"));
+  const out = {} as RegistrationFields;
+  for (const field of ["name", "surname", "username", "mailAddress"] as const) {
+    const value = trimText(input[field] ?? "");
+    const problem = PROFILE_FIELD_PROBLEMS[field](value);
+    if (problem !== undefined) issues.push(issue(field, problem));
+    out[field] = value;
   }
   if (issues.length > 0) throw invalidFields(issues);
-  return { name, surname, username, mailAddress };
+  return out;
 }

@@ -6,6 +6,9 @@ import {
   isSignedBy,
   LEGACY_REGISTER_MESSAGE,
   legacyLoginMessage,
+  legacyRegisterMessage,
+  nonceOfLegacyLogin,
+  nonceOfLegacyRegister,
   normalizeAddress,
   recoverSigner,
 } from "./signature.ts";
@@ -26,6 +29,22 @@ describe("legacy messages", () => {
   it("are exactly the texts the existing client signs", () => {
     expect(legacyLoginMessage(12345678)).toBe("LOGIN: 12345678");
     expect(LEGACY_REGISTER_MESSAGE).toBe("REGISTER");
+    expect(legacyRegisterMessage(12345678)).toBe("REGISTER: 12345678");
+  });
+
+  it("give their nonce back, and only for the exact layout", () => {
+    expect(nonceOfLegacyLogin("LOGIN: 12345678")).toBe("12345678");
+    expect(nonceOfLegacyRegister("REGISTER: 12345678")).toBe("12345678");
+    for (const text of [
+      "LOGIN:12345678",
+      "LOGIN: 1234x678",
+      " LOGIN: 12345678",
+      "LOGIN: 12345678\n",
+      "REGISTER",
+    ]) {
+      expect(nonceOfLegacyLogin(text)).toBeUndefined();
+      expect(nonceOfLegacyRegister(text)).toBeUndefined();
+    }
   });
 });
 

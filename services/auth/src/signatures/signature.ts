@@ -1,8 +1,22 @@
 import { getAddress, hashMessage, Signature, verifyMessage } from "ethers";
 
-/** The texts the existing web client signs (behaviour.md §2); accepted while LEGACY_MESSAGES is on. */
+/**
+ * The legacy texts (behaviour.md §2, §7), accepted while LEGACY_MESSAGES is on: `LOGIN: <nonce>` and
+ * `REGISTER`, which the existing web client signs, and `REGISTER: <nonce>` (a nonce from GetNonce), the
+ * sign-up text whose signature cannot be replayed.
+ */
 export const legacyLoginMessage = (nonce: number | string): string => `LOGIN: ${nonce}`;
 export const LEGACY_REGISTER_MESSAGE = "REGISTER";
+export const legacyRegisterMessage = (nonce: number | string): string => `REGISTER: ${nonce}`;
+
+const LEGACY_LOGIN = /^LOGIN: (\d+)$/;
+const LEGACY_REGISTER_WITH_NONCE = /^REGISTER: (\d+)$/;
+
+/** The nonce of a `LOGIN: <nonce>` text, or undefined when the text is not one. */
+export const nonceOfLegacyLogin = (text: string): string | undefined => LEGACY_LOGIN.exec(text)?.[1];
+/** The nonce of a `REGISTER: <nonce>` text, or undefined when the text is not one. */
+export const nonceOfLegacyRegister = (text: string): string | undefined =>
+  LEGACY_REGISTER_WITH_NONCE.exec(text)?.[1];
 
 /** EIP-1271's answer for a valid signature: bytes4(keccak256("isValidSignature(bytes32,bytes)")). */
 export const EIP1271_MAGIC_VALUE = "0x1626ba7e";

@@ -129,9 +129,22 @@ describe("checkSiweMessage", () => {
 
   it("passes a message made for this deployment", () => {
     expect(check({})).toBeNull();
-    // Same host, other scheme (TLS ends in front of the gateway): accepted.
-    expect(check({ uri: "https://localhost:8080/" })).toBeNull();
+    expect(check({ uri: "http://LOCALHOST:8080/some/page?x=1#y" })).toBeNull();
     expect(check({ domain: "LOCALHOST:8080" })).toBeNull();
+  });
+
+  it.each([
+    ["another scheme on the host", "https://localhost:8080/"],
+    ["javascript:", "javascript://localhost:8080/%0aalert(1)"],
+    ["ftp:", "ftp://localhost:8080/login"],
+    ["userinfo", "http://evil@localhost:8080/login"],
+    ["userinfo with a password", "http://user:pass@localhost:8080/"],
+    ["another port", "http://localhost:8081/login"],
+    ["no port (another origin)", "http://localhost/login"],
+    ["a host that only starts like ours", "http://localhost.evil.example:8080/"],
+    ["an opaque URI", "urn:localhost:8080"],
+  ])("refuses a URI outside PUBLIC_BASE_URL's origin: %s", (_name, uri) => {
+    expect(check({ uri })).toBe("uri");
   });
 
   it.each([

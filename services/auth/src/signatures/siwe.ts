@@ -157,7 +157,7 @@ export function parseSiweMessage(text: string): SiweMessage {
 export interface SiweExpectations {
   /** Host with optional port, as SIWE_DOMAIN (lower case). */
   domain: string;
-  /** PUBLIC_BASE_URL: the URI must share its origin, or at least its host. */
+  /** PUBLIC_BASE_URL: the URI must have its origin (scheme, host, port) and no userinfo. */
   baseUrl: string;
   chainId: number;
   /** The nonce GetNonce issued for this address, as a decimal string. */
@@ -194,7 +194,10 @@ export function checkSiweMessage(message: SiweMessage, expected: SiweExpectation
   } catch {
     return "uri";
   }
-  if (target.origin !== base.origin && target.host.toLowerCase() !== base.host.toLowerCase()) return "uri";
+  // The resource signed in to is this deployment: the same origin (scheme, host and port; `javascript:`,
+  // `ftp:` and other schemes have another or an opaque origin), and no userinfo (`http://evil@host` shows a
+  // user a name that is not the site's).
+  if (target.origin !== base.origin || target.username !== "" || target.password !== "") return "uri";
   if (message.chainId !== expected.chainId) return "chain-id";
   if (message.nonce !== expected.nonce) return "nonce";
   const now = expected.now.getTime();

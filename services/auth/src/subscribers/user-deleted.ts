@@ -11,7 +11,7 @@ export const onUserDeleted =
   async (payload, ctx) => {
     await handleOnce(deps.em(), UsersEvents.deleted.name, ctx, async (em) => {
       await deleteVerificationsOf(em, payload.userId);
-      await deps.sessions.revoke(payload.userId, null);
+      await deps.sessions.revoke(payload.userId, null, em);
       ctx.log.info({ userId: payload.userId }, "tokens of a deleted user revoked");
     });
   };

@@ -11,11 +11,11 @@ import { handleOnce } from "./process-once.ts";
 export const onUserRoleChanged =
   (deps: { em: () => EntityManager; sessions: SessionStore }): EventHandler<typeof UsersEvents.roleChanged> =>
   async (payload, ctx) => {
-    await handleOnce(deps.em(), UsersEvents.roleChanged.name, ctx, async () => {
+    await handleOnce(deps.em(), UsersEvents.roleChanged.name, ctx, async (em) => {
       if (payload.changedBy === "chain") {
-        await deps.sessions.setRole(payload.userId, payload.role);
+        await deps.sessions.setRole(payload.userId, payload.role, em);
       } else {
-        await deps.sessions.revoke(payload.userId, payload.role);
+        await deps.sessions.revoke(payload.userId, payload.role, em);
       }
       ctx.log.info(
         { userId: payload.userId, role: payload.role, changedBy: payload.changedBy },

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
+import { type AmqpBus, type Bus, createAmqpBus } from "@fundraise/bus";
 import { createTestVhost, type TestVhost } from "@fundraise/bus/testing";
 import { writeDeployment } from "@fundraise/contracts";
 import {
@@ -11,32 +11,66 @@ import {
   type FreshDeployment,
   startAnvil,
 } from "@fundraise/contracts/testing";
-import { AuthRpc, type UserRole } from "@fundraise/protocol";
+import {
+  AuthRpc,
+  type RequestOf,
+  type RpcDescriptor,
+  type UserAccount,
+  type UserRole,
+  UsersRpc,
+} from "@fundraise/protocol";
 import { type Logger, silentLogger } from "@fundraise/service-kit";
 import { createTestDatabase, type TestDatabase } from "@fundraise/service-kit/testing";
-import { type HDNodeWallet, Wallet } from "ethers";
+import { startUsersApp } from "@fundraise/users/src/app.ts";
+import { loadConfig as loadUsersConfig } from "@fundraise/users/src/config.ts";
+import { getAddress, type HDNodeWallet, Wallet } from "ethers";
 import { Redis } from "ioredis";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import pg from "pg";
+import type { Static } from "typebox";
 import { type AuthApp, startAuthApp } from "../app.ts";
 import { type AuthConfig, loadConfig } from "../config.ts";
 import { formatSiweMessage } from "../signatures/siwe.ts";
 import { startTestSmtpServer, type TestSmtpServer } from "./smtp.ts";
-import { serveUsersStandIn, type UsersStandIn } from "./users-stand-in.ts";
 
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 export const PUBLIC_BASE_URL = "http://localhost:8080";
 
+type Account = Static<typeof UserAccount>;
+
+/** The real users service, started beside the auth service on the same vhost, with its own database. */
+export interface UsersService {
+  /** SQL on the users service's database (schema `users`), to look at what it stored. */
+  sql: pg.Client;
+  /** Every request of this RPC the users service answered, oldest first (recorded, then served). */
+  requests<D extends RpcDescriptor>(descriptor: D): RequestOf<D>[];
+  /**
+   * A user created the way sign-up creates one, through the users service's RPCs: `register`, then
+   * `mark-verified` unless `isVerified` is false.
+   */
+  seed(user: {
+    address: string;
+    username?: string;
+    name?: string;
+    surname?: string;
+    mailAddress?: string;
+    isVerified?: boolean;
+  }): Promise<Account>;
+  /** The account as the users service answers it (`users.user.by-address`). */
+  byAddress(address: string): Promise<Account | null>;
+}
+
 /**
  * The auth service on the real servers, isolated per test file: its own Postgres database, RabbitMQ
  * vhost, Redis key prefix, anvil chain (with the platform deployed by `deployFresh`) and SMTP server, plus
- * the users service stand-in on the same bus and a client bus that calls like the gateway does.
+ * the real users service on the same vhost (its own database) and a client bus that calls like the
+ * gateway does.
  */
 export interface Harness {
   config: AuthConfig;
   app: AuthApp;
   client: AmqpBus;
-  users: UsersStandIn;
+  users: UsersService;
   redis: Redis;
   prefix: string;
   sql: pg.Client;
@@ -51,21 +85,27 @@ export async function startHarness(
   options: { log?: Logger } = {},
 ): Promise<Harness> {
   const prefix = `test:auth:${randomBytes(6).toString("hex")}:`;
-  const [db, vhost, anvil, smtp, dir] = await Promise.all([
+  const [db, usersDb, vhost, anvil, smtp, dir] = await Promise.all([
     createTestDatabase("auth"),
+    createTestDatabase("users"),
     createTestVhost("auth"),
     startAnvil(),
     startTestSmtpServer(),
     mkdtemp(join(tmpdir(), "auth-test-")),
   ]);
-  const resources: { db: TestDatabase; vhost: TestVhost } = { db, vhost };
+  const resources: { dbs: TestDatabase[]; vhost: TestVhost } = { dbs: [db, usersDb], vhost };
   const chain = await deployFresh(anvil.url);
   const deploymentFile = join(dir, "deployment.json");
   writeDeployment(deploymentFile, chain.deployment);
 
   const log = silentLogger();
   const usersBus = await createAmqpBus({ url: vhost.url, service: "users", logger: log, journal: false });
-  const users = await serveUsersStandIn(usersBus);
+  const calls: Record<string, unknown[]> = {};
+  const usersApp = await startUsersApp({
+    config: loadUsersConfig({ DATABASE_URL: usersDb.url, AMQP_URL: vhost.url, LOG_LEVEL: "silent" }),
+    log,
+    bus: recordingCalls(usersBus, calls),
+  });
   const authBus = await createAmqpBus({ url: vhost.url, service: "auth", logger: log, journal: false });
   const client = await createAmqpBus({ url: vhost.url, service: "test-client", logger: log, journal: false });
   const config = loadConfig({
@@ -80,12 +120,19 @@ export async function startHarness(
     SMTP_URL: smtp.url,
     MAIL_DIR: join(dir, "mail"),
     PUBLIC_BASE_URL,
+    // Most tests call from one client IP (`origin`): per-IP limits are out of their way. The tests of the
+    // limits set their own values and call from IPs of their own.
+    NONCE_PER_IP_PER_MINUTE: "100000",
+    LOGIN_FAILURES_PER_IP_PER_MINUTE: "100000",
+    REGISTER_PER_IP_PER_HOUR: "100000",
     ...env,
   });
   const app = await startAuthApp({ config, log: options.log ?? log, bus: authBus });
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
   const sql = new pg.Client({ connectionString: db.url });
-  await sql.connect();
+  const usersSql = new pg.Client({ connectionString: usersDb.url });
+  await Promise.all([sql.connect(), usersSql.connect()]);
+  const users = usersService(client, usersSql, calls);
 
   return {
     config,
@@ -101,27 +148,85 @@ export async function startHarness(
     async close() {
       await app.stopRelay();
       await Promise.all([client.close(), authBus.close(), usersBus.close()]);
-      await app.stop();
-      await sql.end();
+      await Promise.all([app.stop(), usersApp.stop()]);
+      await Promise.all([sql.end(), usersSql.end()]);
       const keys = await redis.keys(`${prefix}*`);
       if (keys.length > 0) await redis.del(...keys);
       redis.disconnect();
       await Promise.all([smtp.close(), anvil.stop(), rm(dir, { recursive: true, force: true })]);
-      await Promise.all([resources.db.dispose(), resources.vhost.dispose()]);
+      await Promise.all([...resources.dbs.map((d) => d.dispose()), resources.vhost.dispose()]);
     },
   };
 }
 
+/** The bus as the users service sees it, recording each request it serves before answering it. */
+function recordingCalls(bus: Bus, calls: Record<string, unknown[]>): Bus {
+  return new Proxy(bus, {
+    get(target, property, receiver) {
+      if (property === "serve") {
+        const serve: Bus["serve"] = (descriptor, handler) =>
+          target.serve(descriptor, async (request, ctx) => {
+            const seen = calls[descriptor.name] ?? [];
+            seen.push(request);
+            calls[descriptor.name] = seen;
+            return handler(request, ctx);
+          });
+        return serve;
+      }
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+let seeded = 0;
+
+function usersService(client: Bus, sql: pg.Client, calls: Record<string, unknown[]>): UsersService {
+  return {
+    sql,
+    requests: <D extends RpcDescriptor>(descriptor: D) => (calls[descriptor.name] ?? []) as RequestOf<D>[],
+    async seed(user) {
+      seeded += 1;
+      const username = user.username ?? `user${seeded}_${randomBytes(3).toString("hex")}`;
+      const mailAddress = user.mailAddress ?? `${username}@example.org`;
+      const { userId } = await client.call(UsersRpc.register, {
+        address: getAddress(user.address),
+        name: user.name ?? "Test",
+        surname: user.surname ?? `Surname${seeded}`,
+        username,
+        mailAddress,
+        pendingUntil: new Date(Date.now() + 3_600_000).toISOString(),
+        proof: "nonce",
+      });
+      if (user.isVerified !== false) await client.call(UsersRpc.markVerified, { userId, mailAddress });
+      const account = await client.call(UsersRpc.byAddress, { address: getAddress(user.address) });
+      if (!account) throw new Error(`seeded user ${userId} not found`);
+      return account;
+    },
+    byAddress: (address) => client.call(UsersRpc.byAddress, { address: getAddress(address) }),
+  };
+}
+
+/** The client IP the gateway passes on; tests of per-IP limits use others. */
 export const origin = { ip: "127.0.0.1" };
 
 /** A fresh wallet per test: rate limits and nonces of one test never touch another's. */
 export const newWallet = (): HDNodeWallet => Wallet.createRandom();
 
-/** GetNonce then a legacy `LOGIN: <nonce>` signature, as the existing web client does. */
-export async function legacyLogin(h: Harness, wallet: HDNodeWallet): Promise<string> {
-  const nonce = await h.client.call(AuthRpc.nonce, { address: wallet.address, origin });
+let ipCounter = 0;
+/** A client IP no other test of the run uses (TEST-NET-3 and a documentation IPv6 prefix). */
+export const newOrigin = (): { ip: string } => {
+  ipCounter += 1;
+  return ipCounter % 2 === 0
+    ? { ip: `203.0.${Math.floor(ipCounter / 250) % 256}.${ipCounter % 250}` }
+    : { ip: `2001:db8::${ipCounter.toString(16)}` };
+};
+
+/** GetNonce then a legacy `LOGIN: <nonce>` signature, as the existing web client does (no `message`). */
+export async function legacyLogin(h: Harness, wallet: HDNodeWallet, from = origin): Promise<string> {
+  const nonce = await h.client.call(AuthRpc.nonce, { address: wallet.address, origin: from });
   const signedMessage = await wallet.signMessage(`LOGIN: ${nonce}`);
-  return h.client.call(AuthRpc.login, { login: { address: wallet.address, signedMessage }, origin });
+  return h.client.call(AuthRpc.login, { login: { address: wallet.address, signedMessage }, origin: from });
 }
 
 /** An EIP-4361 message valid for the harness's deployment; override any field to break one check. */

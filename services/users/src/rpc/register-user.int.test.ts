@@ -44,7 +44,7 @@ describe("users.user.register", () => {
     const input = newUser();
     const lower = { ...input, address: input.address.toLowerCase() };
     const answer = await h.client.call(UsersRpc.register, lower);
-    expect(answer.replaced).toBe(false);
+    expect(answer).toEqual({ userId: expect.any(Number), replaced: false, resent: false });
     const stored = await row(answer.userId);
     expect(stored).toMatchObject({
       address: input.address,
@@ -52,8 +52,31 @@ describe("users.user.register", () => {
       mail_address: input.mailAddress,
       role: "Base",
       is_verified: false,
+      // No proof named: the weaker one.
+      proof: "legacy",
     });
     expect((stored?.pending_until as Date | undefined)?.toISOString()).toBe(input.pendingUntil);
+  });
+
+  it("stores how the sign-up was proven", async () => {
+    const answer = await h.client.call(UsersRpc.register, { ...newUser(), proof: "nonce" });
+    expect((await row(answer.userId))?.proof).toBe("nonce");
+  });
+
+  it.each([
+    ["name", "Ada\u202Eecila"],
+    ["name", "\u200B"],
+    ["surname", "Love\u2028lace"],
+    ["surname", "\uFEFFLovelace"],
+    ["username", "ada\u200Dl"],
+  ])("refuses a %s with invisible or control characters (%j) with 400 naming it", async (field, value) => {
+    const error = await h.client
+      .call(UsersRpc.register, { ...newUser(), [field]: value })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: "validation", code: "VALIDATION_FAILED" });
+    expect((error as { details: unknown }).details).toEqual([
+      { path: `/${field}`, message: expect.any(String) },
+    ]);
   });
 
   it("trims the fields and refuses an invalid e-mail with 400 naming the field", async () => {
@@ -150,30 +173,109 @@ describe("users.user.register", () => {
     expect(await row(expired.id)).toBeUndefined();
   });
 
-  it("a still-pending sign-up of the same address is updated in place (same id)", async () => {
-    const first = newUser();
-    const { userId } = await h.client.call(UsersRpc.register, first);
-    const again = newUser({ address: first.address.toLowerCase() });
-    const answer = await h.client.call(UsersRpc.register, again);
-    expect(answer).toEqual({ userId, replaced: true });
-    expect(await row(userId)).toMatchObject({
-      username: again.username,
-      mail_address: again.mailAddress,
-      address: first.address,
-      is_verified: false,
-    });
-    expect(((await row(userId))?.pending_until as Date | undefined)?.toISOString()).toBe(again.pendingUntil);
-  });
+  describe("a still-pending sign-up of the same address is never changed by another register (§7)", () => {
+    const signUp = async (proof: "legacy" | "nonce", overrides: Parameters<typeof newUser>[0] = {}) => {
+      const input = { ...newUser(overrides), proof };
+      return { input, answer: await h.client.call(UsersRpc.register, input) };
+    };
 
-  it("updating a pending sign-up in place still refuses another user's e-mail", async () => {
-    const other = await seedUser(h.sql);
-    const first = newUser();
-    await h.client.call(UsersRpc.register, first);
-    await expectAppError(
-      h.client.call(UsersRpc.register, { ...first, mailAddress: other.mailAddress }),
-      "conflict",
-      "USER_EMAIL_TAKEN",
+    it("the same data again (username and e-mail in another case): the same id, nothing changed", async () => {
+      const { input, answer } = await signUp("legacy");
+      const before = await row(answer.userId);
+      const again = await h.client.call(UsersRpc.register, {
+        ...input,
+        address: input.address.toLowerCase(),
+        username: input.username.toUpperCase(),
+        mailAddress: input.mailAddress.toUpperCase(),
+        pendingUntil: new Date(Date.now() + 48 * HOUR).toISOString(),
+      });
+      expect(again).toEqual({ userId: answer.userId, replaced: false, resent: true });
+      // Username, e-mail, deadline and proof stay as the first sign-up wrote them.
+      expect(await row(answer.userId)).toEqual(before);
+    });
+
+    it("a nonce-proven sign-up with the same data is re-sent too, and keeps its proof", async () => {
+      const { input, answer } = await signUp("nonce");
+      expect(await h.client.call(UsersRpc.register, input)).toEqual({
+        userId: answer.userId,
+        replaced: false,
+        resent: true,
+      });
+      expect((await row(answer.userId))?.proof).toBe("nonce");
+    });
+
+    it.each([
+      ["legacy", "legacy"],
+      ["nonce", "legacy"],
+      ["nonce", "nonce"],
+    ] as const)(
+      "pending %s-proven, other data proven by %s → 409 USER_ADDRESS_TAKEN, unchanged",
+      async (first, second) => {
+        const { input, answer } = await signUp(first);
+        const before = await row(answer.userId);
+        for (const other of [
+          { username: uniqueName("x") },
+          { mailAddress: `${uniqueName("x")}@example.org` },
+          { name: "Mallory" },
+          { surname: "Evil" },
+        ]) {
+          await expectAppError(
+            h.client.call(UsersRpc.register, { ...input, ...other, proof: second }),
+            "conflict",
+            "USER_ADDRESS_TAKEN",
+          );
+        }
+        expect(await row(answer.userId)).toEqual(before);
+      },
     );
+
+    it("a nonce-proven sign-up replaces a pending legacy one: a new user, the old one deleted", async () => {
+      const { input, answer } = await signUp("legacy");
+      const fresh = { ...newUser({ address: input.address.toLowerCase() }), proof: "nonce" as const };
+      const replacement = await h.client.call(UsersRpc.register, fresh);
+      expect(replacement).toEqual({ userId: expect.any(Number), replaced: true, resent: false });
+      expect(replacement.userId).not.toBe(answer.userId);
+      expect(await row(answer.userId)).toBeUndefined();
+      expect(await row(replacement.userId)).toMatchObject({
+        address: input.address,
+        username: fresh.username,
+        mail_address: fresh.mailAddress,
+        proof: "nonce",
+        is_verified: false,
+      });
+      expect(await receivedEvent(h, UsersEvents.deleted, { userId: answer.userId })).toEqual({
+        userId: answer.userId,
+        address: input.address,
+      });
+      // The replaced sign-up's username and e-mail are free again.
+      const reuse = await h.client.call(UsersRpc.register, {
+        ...newUser({ username: input.username, mailAddress: input.mailAddress }),
+      });
+      expect(reuse.resent).toBe(false);
+    });
+
+    it("replacing a pending legacy sign-up still refuses another user's e-mail, and keeps the pending one", async () => {
+      const other = await seedUser(h.sql);
+      const { input, answer } = await signUp("legacy");
+      await expectAppError(
+        h.client.call(UsersRpc.register, { ...input, mailAddress: other.mailAddress, proof: "nonce" }),
+        "conflict",
+        "USER_EMAIL_TAKEN",
+      );
+      expect(await row(answer.userId)).toMatchObject({ username: input.username, proof: "legacy" });
+    });
+
+    it("an expired nonce-proven sign-up is replaced by anyone, even with the legacy proof", async () => {
+      const { input, answer } = await signUp("nonce");
+      await h.sql.query(`update users."user" set pending_until = $2 where id = $1`, [answer.userId, past()]);
+      const again = await h.client.call(UsersRpc.register, {
+        ...newUser({ address: input.address }),
+        proof: "legacy",
+      });
+      expect(again).toMatchObject({ replaced: true, resent: false });
+      expect(await row(answer.userId)).toBeUndefined();
+      expect((await row(again.userId))?.proof).toBe("legacy");
+    });
   });
 
   it("two sign-ups racing for one username: exactly one wins, the other gets 409", async () => {
@@ -211,6 +313,7 @@ describe("users.user.by-address", () => {
       surname: "Lovelace",
       mailAddress: user.mailAddress,
       role: "Whitelist",
+      chainRole: null,
       isVerified: true,
     });
   });

@@ -234,3 +234,98 @@ describe("chain.user-status.changed (consumer 'users')", () => {
     expect(changes.rows).toEqual([]);
   });
 });
+
+describe("which role wins: the newer of the admin's change and the chain's (behaviour.md §7)", () => {
+  let position = 1_000;
+  const statusFact = (
+    address: string,
+    role: PayloadOf<typeof ChainEvents.userStatusChanged>["role"],
+    extra: { block?: number; at?: Date } = {},
+  ) => {
+    position += 1;
+    return {
+      origin: {
+        chainId: 31337,
+        txHash: `0x${position.toString(16).padStart(64, "0")}`,
+        logIndex: 0,
+        blockNumber: extra.block ?? position,
+        blockHash: `0x${"ef".repeat(32)}`,
+        ...(extra.at ? { blockTimestamp: Math.floor(extra.at.getTime() / 1000) } : {}),
+      },
+      address,
+      role,
+    };
+  };
+  const admin = async () => seedUser(h.sql, { role: "Admin" });
+  const demote = async (by: Awaited<ReturnType<typeof admin>>, address: string, role: string) =>
+    h.client.call(UsersRpc.updateRole, { caller: callerOf(by), address, role });
+
+  it("an admin's demotion survives sign-ins while the chain says what it said before", async () => {
+    const [boss, user] = [await admin(), await seedUser(h.sql)];
+    // First sign-in: the chain says Base, as the user's role.
+    await h.client.call(UsersRpc.setChainRole, { address: user.address, role: "Base" });
+    await demote(boss, user.address, "Blacklist");
+    const again = await h.client.call(UsersRpc.setChainRole, { address: user.address, role: "Base" });
+    expect(again).toMatchObject({ role: "Blacklist", chainRole: "Base" });
+    expect(await roleOf(user.id)).toBe("Blacklist");
+  });
+
+  it("an admin's change stands when the chain was never seen before it", async () => {
+    const [boss, user] = [await admin(), await seedUser(h.sql)];
+    await demote(boss, user.address, "Blacklist");
+    const first = await h.client.call(UsersRpc.setChainRole, { address: user.address, role: "Base" });
+    expect(first).toMatchObject({ role: "Blacklist", chainRole: "Base" });
+  });
+
+  it("a chain change seen after the admin's wins", async () => {
+    const [boss, user] = [await admin(), await seedUser(h.sql)];
+    await h.client.call(UsersRpc.setChainRole, { address: user.address, role: "Base" });
+    await demote(boss, user.address, "Blacklist");
+    const changed = await h.client.call(UsersRpc.setChainRole, { address: user.address, role: "Whitelist" });
+    expect(changed).toMatchObject({ role: "Whitelist", chainRole: "Whitelist" });
+    expect((await history(user.id)).map((c) => c.changed_by)).toEqual([String(boss.id), "chain"]);
+  });
+
+  it("a chain fact from a block older than the admin's change is recorded but does not override it", async () => {
+    const [boss, user, marker] = [await admin(), await seedUser(h.sql), await seedUser(h.sql)];
+    await demote(boss, user.address, "Viewer");
+    await h.client.publish(
+      ChainEvents.userStatusChanged,
+      statusFact(user.address, "Whitelist", { at: new Date(Date.now() - 3_600_000) }),
+    );
+    await h.client.publish(ChainEvents.userStatusChanged, statusFact(marker.address, "Viewer"));
+    await waitFor(async () => (await roleOf(marker.id)) === "Viewer", 10_000, "marker fact");
+    expect(await roleOf(user.id)).toBe("Viewer");
+    const account = await h.client.call(UsersRpc.byAddress, { address: user.address });
+    expect(account).toMatchObject({ role: "Viewer", chainRole: "Whitelist" });
+  });
+
+  it("a chain fact from a block after the admin's change wins", async () => {
+    const [boss, user] = [await admin(), await seedUser(h.sql)];
+    await demote(boss, user.address, "Viewer");
+    await h.client.publish(
+      ChainEvents.userStatusChanged,
+      statusFact(user.address, "Blacklist", { at: new Date(Date.now() + 5_000) }),
+    );
+    await waitFor(async () => (await roleOf(user.id)) === "Blacklist", 10_000, "newer chain fact");
+  });
+
+  it("a fact older than one already applied changes nothing", async () => {
+    const [user, marker] = [await seedUser(h.sql), await seedUser(h.sql)];
+    await h.client.publish(
+      ChainEvents.userStatusChanged,
+      statusFact(user.address, "Whitelist", { block: 50_000 }),
+    );
+    await waitFor(async () => (await roleOf(user.id)) === "Whitelist", 10_000, "newer fact");
+    await h.client.publish(
+      ChainEvents.userStatusChanged,
+      statusFact(user.address, "Blacklist", { block: 40_000 }),
+    );
+    await h.client.publish(ChainEvents.userStatusChanged, statusFact(marker.address, "Viewer"));
+    await waitFor(async () => (await roleOf(marker.id)) === "Viewer", 10_000, "marker fact");
+    expect(await roleOf(user.id)).toBe("Whitelist");
+    expect(await h.client.call(UsersRpc.byAddress, { address: user.address })).toMatchObject({
+      chainRole: "Whitelist",
+    });
+  });
+});

@@ -18,6 +18,15 @@ export const User = defineEntity({
     isVerified: p.boolean().default(false),
     /** An unverified sign-up blocks its address, username and e-mail until then; null: never expires. */
     pendingUntil: p.datetime().nullable(),
+    /** How the sign-up proved the wallet's consent: `legacy` (the replayable `REGISTER` text) or `nonce`. */
+    proof: p.string().length(8).default("legacy"),
+    /** The chain's role for the address when last seen (a sign-in read or a chain fact); null: never seen. */
+    chainRole: p.string().length(16).nullable(),
+    /** Chain position of the last chain fact applied: an older fact is ignored. */
+    chainRoleBlock: p.bigint("number").nullable(),
+    chainRoleLogIndex: p.integer().nullable(),
+    /** When an admin last changed the role; a chain change must be newer to override it. */
+    adminRoleAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p
       .datetime()

@@ -29,6 +29,7 @@ export function toUserAccount(user: User): UserAccountOut {
     surname: user.surname,
     mailAddress: user.mailAddress ?? null,
     role: user.role as UserRole,
+    chainRole: (user.chainRole ?? null) as UserRole | null,
     isVerified: user.isVerified,
   };
 }

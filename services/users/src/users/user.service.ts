@@ -5,6 +5,7 @@ import {
   type EventDescriptor,
   type PayloadOf,
   type RequestOf,
+  type SignUpProof,
   type UserRole,
   UsersEvents,
   type UsersRpc,
@@ -15,6 +16,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import { inTransaction, type Tx } from "../db/transaction.ts";
 import { OwnedProject } from "./owned-project.entity.ts";
 import { RoleChange } from "./role-change.entity.ts";
+import { type ChainObservation, decideChainRole, type RoleSources } from "./role-precedence.ts";
 import { User } from "./user.entity.ts";
 import { conflictOfConstraint, UserErrors } from "./user.errors.ts";
 import {
@@ -24,7 +26,14 @@ import {
   type UserAccountOut,
   type UserDtoOut,
 } from "./user.mapper.ts";
-import { parseAddress, parseRole, sameText, validateNewProfile, validateProfile } from "./user.validation.ts";
+import {
+  type Profile,
+  parseAddress,
+  parseRole,
+  sameText,
+  validateNewProfile,
+  validateProfile,
+} from "./user.validation.ts";
 
 /** The database schema this service owns; the outbox and processed_message tables live in it too. */
 export const USERS_SCHEMA = "users";
@@ -66,7 +75,8 @@ export interface UserService {
   list(caller: Caller): Promise<UserDtoOut[]>;
   /** Admin only; the caller's own role cannot be changed. */
   updateRole(caller: Caller, address: string, role: string, ctx: OpContext): Promise<UserDtoOut>;
-  register(input: NewUser, ctx: OpContext): Promise<{ userId: number; replaced: boolean }>;
+  /** Sign-up rules of behaviour.md §2 and §7 (a pending sign-up is never changed by another register). */
+  register(input: NewUser, ctx: OpContext): Promise<{ userId: number; replaced: boolean; resent: boolean }>;
   byAddress(address: string): Promise<UserAccountOut | null>;
   /** Idempotent; refused when the e-mail changed since the link was sent. */
   markVerified(userId: number, mailAddress: string): Promise<UserAccountOut>;
@@ -84,6 +94,13 @@ const COLUMN: Record<UniqueField, string> = {
   mailAddress: "mail_address",
   username: "username",
 };
+/** The same sign-up data: username and e-mail case-insensitively (as they are unique), names exactly. */
+const sameSignUp = (user: User, profile: Profile) =>
+  sameText(user.username, profile.username) &&
+  sameText(user.mailAddress, profile.mailAddress) &&
+  user.name === profile.name &&
+  user.surname === profile.surname;
+
 /** `lower(column) = lower(value)`: matches the case-insensitive unique indexes and uses them. */
 const sameCi = (field: UniqueField, value: string) => ({ [sql.lower(COLUMN[field])]: value.toLowerCase() });
 
@@ -92,6 +109,29 @@ const TAKEN: [UniqueField, () => Error][] = [
   ["mailAddress", UserErrors.emailTaken],
   ["username", UserErrors.usernameTaken],
 ];
+
+function roleSourcesOf(user: User): RoleSources {
+  return {
+    role: user.role as UserRole,
+    chainRole: (user.chainRole ?? null) as UserRole | null,
+    chainPosition:
+      user.chainRoleBlock == null
+        ? null
+        : { block: Number(user.chainRoleBlock), logIndex: user.chainRoleLogIndex ?? 0 },
+    adminRoleAt: user.adminRoleAt ?? null,
+  };
+}
+
+/** A chain fact dated by its block (the arrival time when the indexer gave none). */
+function chainFact(fact: UserStatusChanged, arrivedAt: Date): ChainObservation {
+  const { blockNumber, logIndex, blockTimestamp } = fact.origin;
+  return {
+    kind: "fact",
+    role: fact.role,
+    position: { block: blockNumber, logIndex },
+    at: blockTimestamp === undefined ? arrivedAt : new Date(blockTimestamp * 1000),
+  };
+}
 
 export function createUserService(deps: UserServiceDeps): UserService {
   const now = deps.now ?? (() => new Date());
@@ -174,16 +214,35 @@ export function createUserService(deps: UserServiceDeps): UserService {
     );
   }
 
+  /**
+   * Records what the chain says of an address and sets the role when the chain's change is the newer
+   * source (role-precedence.ts). Null when no user has the address.
+   */
   async function applyChainRole(
     t: Tx,
     address: string,
-    role: UserRole,
+    seen: ChainObservation,
     sourceTx: string | null,
     ctx: OpContext,
   ): Promise<UserAccountOut | null> {
     const user = await findLocked(t, sameCi("address", address));
     if (!user) return null;
-    await changeRole(t, user, role, { changedBy: "chain", sourceTx }, ctx);
+    const decision = decideChainRole(roleSourcesOf(user), seen);
+    if (decision.record) {
+      user.chainRole = seen.role;
+      if (seen.kind === "fact") {
+        user.chainRoleBlock = seen.position.block;
+        user.chainRoleLogIndex = seen.position.logIndex;
+      }
+      await t.em.flush();
+    }
+    if (decision.role) await changeRole(t, user, decision.role, { changedBy: "chain", sourceTx }, ctx);
+    else if (decision.record && seen.role !== user.role) {
+      ctx.log.info(
+        { userId: user.id, role: user.role, chainRole: seen.role },
+        "the chain's role is older than the admin's change: the admin's stands",
+      );
+    }
     return toUserAccount(user);
   }
 
@@ -290,6 +349,7 @@ export function createUserService(deps: UserServiceDeps): UserService {
         const user = await findLocked(t, sameCi("address", address));
         if (!user) throw UserErrors.notFound("No user has this address.");
         if (user.id === caller.userId) throw UserErrors.selfRole();
+        if (user.role !== role) user.adminRoleAt = now();
         await changeRole(t, user, role, { changedBy: String(caller.userId), sourceTx: null }, ctx);
         return toUserDto(user);
       });
@@ -301,33 +361,42 @@ export function createUserService(deps: UserServiceDeps): UserService {
       const profile = validateNewProfile(input);
       const pendingUntil = new Date(input.pendingUntil);
       if (Number.isNaN(pendingUntil.getTime())) throw UserErrors.invalidPendingUntil();
+      const proof: SignUpProof = input.proof ?? "legacy";
       return tx(async (t) => {
         const existing = await findLocked(t, sameCi("address", address));
         // A verified account, or one whose changed e-mail awaits its link (no deadline), is not a sign-up.
         if (existing && (existing.isVerified || existing.pendingUntil == null))
           throw UserErrors.addressTaken();
-        // A still-pending sign-up of the same wallet is the same person trying again: updated in place.
-        const own = existing && !isStale(existing) ? existing : undefined;
+        let replacedPending = false;
+        if (existing && !isStale(existing)) {
+          // A pending sign-up is never changed by another register (behaviour.md §7): the legacy `REGISTER`
+          // signature is constant, so whoever saw it could otherwise take the sign-up over.
+          if (sameSignUp(existing, profile)) return { userId: existing.id, replaced: false, resent: true };
+          // Only a fresh nonce proves the key holder is asking now: it replaces a replayable legacy proof.
+          if (!(existing.proof === "legacy" && proof === "nonce")) throw UserErrors.addressTaken();
+          t.em.remove(existing);
+          await t.em.flush();
+          await emit(t, UsersEvents.deleted, { userId: existing.id, address: existing.address }, ctx);
+          replacedPending = true;
+          ctx.log.info({ userId: existing.id }, "pending legacy sign-up replaced by a nonce-proven one");
+        }
+        // An expired sign-up of this address (or holding the e-mail or username) is deleted here.
         const removed = await clearWay(
           t,
-          own,
+          undefined,
           { address, mailAddress: profile.mailAddress, username: profile.username },
           ctx,
         );
-        if (own) {
-          t.em.assign(own, { ...profile, pendingUntil });
-          await t.em.flush();
-          return { userId: own.id, replaced: true };
-        }
         const user = t.em.create(User, {
           ...profile,
           address,
           role: "Base",
           isVerified: false,
           pendingUntil,
+          proof,
         });
         await t.em.flush();
-        return { userId: user.id, replaced: removed > 0 };
+        return { userId: user.id, replaced: replacedPending || removed > 0, resent: false };
       });
     },
 
@@ -349,7 +418,8 @@ export function createUserService(deps: UserServiceDeps): UserService {
         return toUserAccount(user);
       }),
 
-    setChainRole: (address, role, ctx) => tx((t) => applyChainRole(t, address, role, null, ctx)),
+    setChainRole: (address, role, ctx) =>
+      tx((t) => applyChainRole(t, address, { kind: "read", role }, null, ctx)),
 
     async applyChainStatus(fact, ctx) {
       const { chainId, txHash, logIndex } = fact.origin;
@@ -358,7 +428,7 @@ export function createUserService(deps: UserServiceDeps): UserService {
         processOnce(
           t.sql,
           { consumer: "users", messageKey },
-          () => applyChainRole(t, fact.address, fact.role, txHash, ctx),
+          () => applyChainRole(t, fact.address, chainFact(fact, now()), txHash, ctx),
           { schema: USERS_SCHEMA },
         ),
       );

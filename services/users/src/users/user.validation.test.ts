@@ -105,6 +105,23 @@ describe("validateProfile", () => {
     expect(error.message).toContain(field);
     expect(error.details).toEqual([{ path: `/${field}`, message: expect.any(String) }]);
   });
+  it.each([
+    [{ name: "Ada\u202Eecalevol" }, "name"],
+    [{ name: "\u200B" }, "name"],
+    [{ name: "\u200B\u200C\u2060" }, "name"],
+    [{ surname: "Love\u2028lace" }, "surname"],
+    [{ surname: "\uFEFFLovelace" }, "surname"],
+    [{ surname: "Love\u2066lace" }, "surname"],
+    [{ name: "A\u0007da" }, "name"],
+    [{ username: "ada\u200B" }, "username"],
+  ])("refuses invisible, bidi and control characters: %j → 400 naming %s", (fields, field) => {
+    const error = failure(() => validateProfile(fields));
+    expect(error).toMatchObject({ kind: "validation", code: "VALIDATION_FAILED" });
+    expect(error.details).toEqual([{ path: `/${field}`, message: expect.any(String) }]);
+  });
+  it("counts a name of invisible characters only as missing", () => {
+    expect(failure(() => validateProfile({ name: "\u200B" })).message).toBe("Invalid name: is required.");
+  });
   it("checks a complete sign-up the same way", () => {
     const profile = { name: "A", surname: "B", username: "abc", mailAddress: "a@b.org" };
     expect(validateNewProfile({ ...profile, username: " abc " })).toEqual(profile);

@@ -1,14 +1,26 @@
-import { ErrorCode, errors, USER_ROLES, type UserRole } from "@fundraise/protocol";
+import {
+  EMAIL_MAX,
+  ErrorCode,
+  errors,
+  isEmailAddress,
+  isUsername,
+  NAME_MAX,
+  PROFILE_FIELD_PROBLEMS,
+  trimText,
+  USER_ROLES,
+  USERNAME_PATTERN,
+  type UserRole,
+} from "@fundraise/protocol";
 import { getAddress } from "ethers";
 
-/** Pure checks of user input (behaviour.md §2-§3), shared by register and update. */
+/**
+ * Pure checks of user input (behaviour.md §2-§3, §7), shared by register and update. The text rules
+ * (names printable, username and e-mail syntax) are the protocol's (`packages/protocol/src/text.ts`), the
+ * same the auth service applies at sign-up.
+ */
 
-export const NAME_MAX = 100;
-export const USERNAME_PATTERN = /^[A-Za-z0-9_.-]{3,32}$/;
-export const EMAIL_MAX = 254;
-// The HTML standard's e-mail syntax (what browsers accept), with at least one dot in the domain.
-const EMAIL_PATTERN =
-  /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+export { EMAIL_MAX, NAME_MAX, USERNAME_PATTERN };
+
 const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
 
 export interface Profile {
@@ -19,11 +31,11 @@ export interface Profile {
 }
 
 export function isValidEmail(value: string): boolean {
-  return value.length <= EMAIL_MAX && EMAIL_PATTERN.test(value);
+  return isEmailAddress(value);
 }
 
 export function isValidUsername(value: string): boolean {
-  return USERNAME_PATTERN.test(value);
+  return isUsername(value);
 }
 
 /** Case-insensitive equality, as addresses, usernames and e-mails are compared. */
@@ -51,13 +63,7 @@ function invalid(field: keyof Profile, message: string): never {
   });
 }
 
-const checks: Record<keyof Profile, (value: string) => string | undefined> = {
-  name: (v) => (v.length >= 1 && v.length <= NAME_MAX ? undefined : `must be 1-${NAME_MAX} characters`),
-  surname: (v) => (v.length >= 1 && v.length <= NAME_MAX ? undefined : `must be 1-${NAME_MAX} characters`),
-  username: (v) =>
-    isValidUsername(v) ? undefined : "must be 3-32 letters, digits, underscores, dots or hyphens",
-  mailAddress: (v) => (isValidEmail(v) ? undefined : "must be a valid e-mail address"),
-};
+const checks: Record<keyof Profile, (value: string) => string | undefined> = PROFILE_FIELD_PROBLEMS;
 
 /**
  * Trims the given fields and checks each (null or absent: left out, meaning "unchanged"). Throws a
@@ -72,7 +78,7 @@ export function validateProfile(
   for (const field of ["name", "surname", "username", "mailAddress"] as const) {
     const raw = fields[field];
     if (raw == null) continue;
-    const value = raw.trim();
+    const value = trimText(raw);
     const problem = checks[field](value);
     if (problem) invalid(field, problem);
     out[field] = value;

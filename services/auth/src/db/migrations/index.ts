@@ -1,4 +1,8 @@
 import { Migration20261201000000_auth } from "./Migration20261201000000_auth.ts";
+import { Migration20261202000000_sessions } from "./Migration20261202000000_sessions.ts";
 
-/** Every migration of the auth schema, oldest first; applied at start-up. */
-export const migrations = [{ name: "Migration20261201000000_auth", class: Migration20261201000000_auth }];
+/** Every migration of the auth schema, oldest first; applied at start-up. Never edit a committed one. */
+export const migrations = [
+  { name: "Migration20261201000000_auth", class: Migration20261201000000_auth },
+  { name: "Migration20261202000000_sessions", class: Migration20261202000000_sessions },
+];

@@ -1,8 +1,12 @@
 import { Migration20261122000000_users } from "./Migration20261122000000_users.ts";
 import { Migration20261123000000_accounts } from "./Migration20261123000000_accounts.ts";
+import { Migration20261124000000_signup_proof } from "./Migration20261124000000_signup_proof.ts";
+import { Migration20261124000100_role_sources } from "./Migration20261124000100_role_sources.ts";
 
 /** Every migration of the users schema, oldest first; applied at start-up. Never edit a committed one. */
 export const migrations = [
   { name: "Migration20261122000000_users", class: Migration20261122000000_users },
   { name: "Migration20261123000000_accounts", class: Migration20261123000000_accounts },
+  { name: "Migration20261124000000_signup_proof", class: Migration20261124000000_signup_proof },
+  { name: "Migration20261124000100_role_sources", class: Migration20261124000100_role_sources },
 ];

@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { decideChainRole, type RoleSources } from "./role-precedence.ts";
+
+const base: RoleSources = { role: "Base", chainRole: null, chainPosition: null, adminRoleAt: null };
+const t = (s: number) => new Date(1_800_000_000_000 + s * 1000);
+
+describe("decideChainRole (behaviour.md §7: the newer source wins)", () => {
+  it("a read equal to the chain's last known state changes nothing, whatever the admin set", () => {
+    const user = { ...base, role: "Blacklist" as const, chainRole: "Base" as const, adminRoleAt: t(10) };
+    expect(decideChainRole(user, { kind: "read", role: "Base" })).toEqual({ record: false, role: null });
+  });
+
+  it("a read that differs from the last known state is a newer chain change: it wins", () => {
+    const user = { ...base, role: "Blacklist" as const, chainRole: "Base" as const, adminRoleAt: t(10) };
+    expect(decideChainRole(user, { kind: "read", role: "Whitelist" })).toEqual({
+      record: true,
+      role: "Whitelist",
+    });
+  });
+
+  it("a first read with no admin change applies the chain; after an admin change it is only recorded", () => {
+    expect(decideChainRole(base, { kind: "read", role: "Viewer" })).toEqual({ record: true, role: "Viewer" });
+    expect(decideChainRole(base, { kind: "read", role: "Base" })).toEqual({ record: true, role: null });
+    const demoted = { ...base, role: "Blacklist" as const, adminRoleAt: t(10) };
+    expect(decideChainRole(demoted, { kind: "read", role: "Base" })).toEqual({ record: true, role: null });
+  });
+
+  it("facts: dated against the admin's change, and never older than the last applied", () => {
+    const user = {
+      ...base,
+      role: "Viewer" as const,
+      adminRoleAt: t(10),
+      chainPosition: { block: 5, logIndex: 2 },
+    };
+    const fact = (block: number, logIndex: number, at: Date) =>
+      ({ kind: "fact", role: "Whitelist", position: { block, logIndex }, at }) as const;
+    expect(decideChainRole(user, fact(5, 2, t(20)))).toEqual({ record: false, role: null });
+    expect(decideChainRole(user, fact(4, 9, t(20)))).toEqual({ record: false, role: null });
+    expect(decideChainRole(user, fact(5, 3, t(9)))).toEqual({ record: true, role: null });
+    expect(decideChainRole(user, fact(6, 0, t(11)))).toEqual({ record: true, role: "Whitelist" });
+  });
+});

@@ -1,0 +1,53 @@
+import type { UserRole } from "@fundraise/protocol";
+
+/**
+ * Which role wins (behaviour.md §7). A role has two sources, an admin's `updaterole` and the chain; each
+ * change is dated, and the newer one decides. What the chain said is always recorded, even when the
+ * admin's newer decision keeps the role.
+ */
+export interface RoleSources {
+  role: UserRole;
+  /** The chain's role when last seen; null: never seen. */
+  chainRole: UserRole | null;
+  /** Position of the last chain fact applied; null: none yet (sign-in reads carry no position). */
+  chainPosition: ChainPosition | null;
+  /** When an admin last changed the role; null: never. */
+  adminRoleAt: Date | null;
+}
+
+export interface ChainPosition {
+  block: number;
+  logIndex: number;
+}
+
+/** What the chain told us: a read of its current state (at sign-in), or a fact from the indexer. */
+export type ChainObservation =
+  | { kind: "read"; role: UserRole }
+  | { kind: "fact"; role: UserRole; position: ChainPosition; at: Date };
+
+export interface ChainDecision {
+  /** Record the observation as the chain's last known state (and position, for a fact). */
+  record: boolean;
+  /** The role to set, or null to keep the current one. */
+  role: UserRole | null;
+}
+
+const IGNORE: ChainDecision = { record: false, role: null };
+
+export const isAfter = (a: ChainPosition, b: ChainPosition) =>
+  a.block > b.block || (a.block === b.block && a.logIndex > b.logIndex);
+
+export function decideChainRole(user: RoleSources, seen: ChainObservation): ChainDecision {
+  const applies = (role: UserRole) => (role === user.role ? null : role);
+  if (seen.kind === "fact") {
+    // Facts may arrive late or twice: one at or before what was applied changes nothing.
+    if (user.chainPosition && !isAfter(seen.position, user.chainPosition)) return IGNORE;
+    const adminIsNewer = user.adminRoleAt !== null && user.adminRoleAt.getTime() >= seen.at.getTime();
+    return { record: true, role: adminIsNewer ? null : applies(seen.role) };
+  }
+  // A read: the chain changed only if it says something else than when last seen. When it was never seen,
+  // its history is unknown and counts as older than an admin's explicit decision.
+  if (seen.role === user.chainRole) return IGNORE;
+  if (user.chainRole === null && user.adminRoleAt !== null) return { record: true, role: null };
+  return { record: true, role: applies(seen.role) };
+}
