@@ -1,13 +1,13 @@
 /**
- * The baseline of bench/learnusercount.ts: the users service's own count handler, on the same database,
+ * The baseline of bench/learnusercount.ts: the users service's own count use case, on the same database,
  * served directly by fastify in one process: no gateway, no broker.
  */
 import { ok } from "@fundraise/protocol";
 import { createLogger, createOrm } from "@fundraise/service-kit";
 import Fastify from "fastify";
 import { migrations } from "../services/users/src/db/migrations/index.ts";
-import { countUsers } from "../services/users/src/rpc/count-users.ts";
 import { User } from "../services/users/src/users/user.entity.ts";
+import { createUserRepository } from "../services/users/src/users/user.repository.ts";
 import { createUserService } from "../services/users/src/users/user.service.ts";
 
 const log = createLogger({ service: "bench-in-process", level: "warn" });
@@ -18,9 +18,9 @@ const orm = await createOrm({
   migrations,
   log,
 });
-const handler = countUsers(createUserService({ em: () => orm.em.fork() }));
+const users = createUserService({ users: createUserRepository(() => orm.em.fork()) });
 const app = Fastify();
-app.get("/user/learnusercount", async () => ok(await handler({}, undefined as never)));
+app.get("/user/learnusercount", async () => ok(await users.countVerified()));
 const address = await app.listen({ port: Number(process.env.PORT ?? 0), host: "127.0.0.1" });
 process.stdout.write(`listening ${address}\n`);
 process.on("SIGTERM", () => {

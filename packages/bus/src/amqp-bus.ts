@@ -45,6 +45,11 @@ export interface AmqpBusOptions {
 
 export interface AmqpBus extends Bus {
   readonly service: string;
+  /**
+   * Stops taking messages (RPC requests and events) and waits for the running handlers, up to the close
+   * timeout; calls and publishes still work. The first step of a shutdown (service-kit `runService`).
+   */
+  stopConsuming(): Promise<void>;
   /** Resolves once the broker connection is up; `unavailable` after `timeoutMs`. */
   waitForConnection(timeoutMs?: number): Promise<void>;
 }
@@ -74,6 +79,7 @@ class AmqpBusImpl implements AmqpBus {
   private readonly publisher: EventPublisher;
   private readonly subscriber: EventSubscriber;
   private closing: Promise<void> | undefined;
+  private consumingStopped: Promise<void> | undefined;
 
   constructor(options: AmqpBusOptions) {
     this.service = options.service;
@@ -181,7 +187,8 @@ class AmqpBusImpl implements AmqpBus {
     await declarations.close();
     await this.publisher.open(connection);
     await this.client.open(connection);
-    await this.consumers.setUpAll(this.roles(), connection, generation);
+    // A reconnection during a shutdown must not start consuming again.
+    if (!this.consumingStopped) await this.consumers.setUpAll(this.roles(), connection, generation);
   }
 
   private onConnectionLost(): void {
@@ -190,9 +197,14 @@ class AmqpBusImpl implements AmqpBus {
     this.consumers.detach(this.roles());
   }
 
+  stopConsuming(): Promise<void> {
+    this.consumingStopped ??= this.consumers.stop(this.roles(), this.closeTimeoutMs);
+    return this.consumingStopped;
+  }
+
   private async shutdown(): Promise<void> {
     const roles = this.roles();
-    await this.consumers.stop(roles, this.closeTimeoutMs);
+    await this.stopConsuming();
     this.client.failPending("The message bus is closed.");
     // Channel by channel first: a connection.close can overtake messages just published on a channel
     // (a reply, a journal copy) and the broker drops them; a channel.close handshake flushes them.

@@ -1,31 +1,40 @@
 import type { EventDescriptor, PayloadOf, RequestOf, ResponseOf, RpcDescriptor } from "@fundraise/protocol";
 import type { Logger } from "pino";
 
-/** What a handler knows about the message it handles. */
-export interface MessageContext {
+/**
+ * What a message passes on to the calls and events it causes: its request id, its deadline and its trace.
+ * One type, accepted by `call` (as its options) and by the outbox (`enqueue`'s `context`): a handler
+ * passes its `ctx` on and nothing is rebuilt.
+ */
+export interface TraceContext {
   /** Travels across every hop; the gateway sets it per HTTP request. */
-  requestId: string;
-  messageId: string;
-  /** Epoch ms after which nobody waits for the answer (RPC only). */
-  deadline: number | undefined;
+  requestId?: string | undefined;
+  /** Epoch ms after which nobody waits for the answer (RPC only): calls made meanwhile never wait longer. */
+  deadline?: number | undefined;
   /** W3C trace context, carried in the `traceparent` header. */
-  traceparent: string | undefined;
-  /** Delivery attempt, 1 for the first (events only; RPC is always 1). */
-  attempt: number;
+  traceparent?: string | undefined;
+}
+
+/** What a use case knows about the message that asked for it: its trace and a logger bound to it. */
+export interface RequestContext extends TraceContext {
+  requestId: string;
   /** A child logger with service, requestId and message name bound. */
   log: Logger;
 }
 
-export interface CallOptions {
-  /** Overrides the descriptor's timeout; the deadline travels with the request. */
-  timeoutMs?: number;
-  /**
-   * Absolute deadline (epoch ms), e.g. `ctx.deadline` of the request being handled: the call never waits
-   * past it, whatever its timeout.
-   */
-  deadline?: number;
-  requestId?: string;
-  traceparent?: string;
+/** What a handler knows about the message it handles. */
+export interface MessageContext extends RequestContext {
+  messageId: string;
+  deadline: number | undefined;
+  traceparent: string | undefined;
+  /** Delivery attempt, 1 for the first (events only; RPC is always 1). */
+  attempt: number;
+}
+
+/** A call's options: the context of the message being handled (`ctx`), and optionally its own timeout. */
+export interface CallOptions extends TraceContext {
+  /** Overrides the descriptor's timeout; the call still never waits past `deadline`. */
+  timeoutMs?: number | undefined;
 }
 
 export interface PublishOptions {

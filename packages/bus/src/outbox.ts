@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { type EventDescriptor, type PayloadOf, validatorOf } from "@fundraise/protocol";
 import pino, { type Logger } from "pino";
 import Type from "typebox";
-import type { Bus } from "./bus.ts";
+import type { Bus, TraceContext } from "./bus.ts";
 import { decodeBody, encodeBody } from "./codec.ts";
 import { checkSchema, type SqlClient, type SqlExecutor, type SqlPool } from "./sql.ts";
 
@@ -36,8 +36,8 @@ export interface EnqueueOptions {
   schema?: string;
   /** Defaults to a fresh UUID; it becomes the event's messageId, stable across relay retries. */
   messageId?: string;
-  requestId?: string;
-  traceparent?: string;
+  /** The message being handled: its request id and trace travel with the event. */
+  context?: TraceContext;
 }
 
 /**
@@ -55,8 +55,9 @@ export async function enqueue<D extends EventDescriptor>(
   const id = options.messageId ?? randomUUID();
   const { body, contentType } = encodeBody(payload);
   const headers: Record<string, string> = {};
-  if (options.requestId !== undefined) headers.requestId = options.requestId;
-  if (options.traceparent !== undefined) headers.traceparent = options.traceparent;
+  const { requestId, traceparent } = options.context ?? {};
+  if (requestId !== undefined) headers.requestId = requestId;
+  if (traceparent !== undefined) headers.traceparent = traceparent;
   await executor.query(
     `INSERT INTO ${schema}.outbox (id, event_name, payload, content_type, headers) VALUES ($1, $2, $3, $4, $5)`,
     [id, descriptor.name, body, contentType, JSON.stringify(headers)],

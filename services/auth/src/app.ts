@@ -1,12 +1,10 @@
-import { type Bus, createOutboxRelay, type OutboxRelay, pruneProcessedMessages } from "@fundraise/bus";
+import type { Bus } from "@fundraise/bus";
 import { loadDeployment } from "@fundraise/contracts";
-import { createOrm, type Logger } from "@fundraise/service-kit";
+import { createOrm, type Logger, type ServiceApp, startOutbox } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
-import pg from "pg";
 import { type ChainReader, createChainReader } from "./chain/chain.ts";
 import type { AuthConfig } from "./config.ts";
 import { migrations } from "./db/migrations/index.ts";
-import { sqlExecutorOf } from "./db/sql.ts";
 import { createKeyStore, type KeyStore } from "./keys/key-store.ts";
 import { SigningKey } from "./keys/signing-key.entity.ts";
 import { createTokenIssuer } from "./keys/token-issuer.ts";
@@ -20,21 +18,14 @@ import { authSubscribers, subscribeAuth } from "./subscribers/index.ts";
 import { EmailVerification } from "./verification/email-verification.entity.ts";
 import { pruneVerifications } from "./verification/verification.repository.ts";
 
-export interface AuthApp {
+export interface AuthApp extends ServiceApp {
   auth: AuthService;
   keys: KeyStore;
   /** The event handlers, also reachable without the bus (tests drive duplicates through them). */
   subscribers: ReturnType<typeof authSubscribers>;
-  relay: OutboxRelay;
-  /** Stops the outbox relay: call before closing the bus, so a pass under way can finish publishing. */
-  stopRelay(): Promise<void>;
-  /** Closes everything but the bus (main.ts owns it). */
-  stop(): Promise<void>;
 }
 
 const MAINTENANCE_INTERVAL_MS = 3_600_000;
-/** Handled-message claims outlive the bus's redelivery and the journal's replay window (7 days). */
-const PROCESSED_MESSAGE_RETENTION_MS = 14 * 86_400_000;
 /** Verification rows stay this long past their expiry (a used link still answers 200 meanwhile). */
 const VERIFICATION_RETENTION_MS = 30 * 86_400_000;
 
@@ -81,23 +72,18 @@ export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus:
       tokenTtlSeconds: config.jwt.ttlSeconds,
     });
     await keys.ensureCurrent();
-    // Hourly: rotate the signing key when due, and forget what no longer matters.
+    // Hourly: rotate the signing key when due, and forget verification links long expired.
     const maintenance = setInterval(() => {
       keys.ensureCurrent().catch((err: unknown) => log.error({ err }, "signing key check failed"));
-      const db = em();
-      Promise.all([
-        pruneProcessedMessages(sqlExecutorOf(db), PROCESSED_MESSAGE_RETENTION_MS, "auth"),
-        pruneVerifications(db, new Date(Date.now() - VERIFICATION_RETENTION_MS)),
-      ]).catch((err: unknown) => log.warn({ err }, "pruning failed"));
+      pruneVerifications(em(), new Date(Date.now() - VERIFICATION_RETENTION_MS)).catch((err: unknown) =>
+        log.warn({ err }, "pruning verification links failed"),
+      );
     }, MAINTENANCE_INTERVAL_MS);
     maintenance.unref();
     closers.push(() => clearInterval(maintenance));
 
-    const pool = new pg.Pool({ connectionString: config.db.url, max: 2 });
-    pool.on("error", (err) => log.warn({ err }, "outbox pool error"));
-    closers.push(() => pool.end());
-    const relay = createOutboxRelay({ pool, bus, schema: "auth", logger: log });
-    closers.push(() => relay.stop());
+    const outbox = startOutbox({ url: config.db.url, schema: "auth", bus, log });
+    closers.push(() => outbox.stop());
 
     const sessions = createSessionStore({
       redis,
@@ -142,7 +128,7 @@ export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus:
     await serveAuthRpc(bus, auth, keys, sessions);
     await subscribeAuth(bus, subscribers);
     log.info({ chainId: deployment.chainId, registry: deployment.registry }, "auth service ready");
-    return { auth, keys, subscribers, relay, stopRelay: () => relay.stop(), stop: close };
+    return { auth, keys, subscribers, outbox, stop: close };
   } catch (error) {
     await close();
     throw error;

@@ -1,7 +1,6 @@
-import { type Bus, createOutboxRelay, type OutboxRelay } from "@fundraise/bus";
+import type { Bus } from "@fundraise/bus";
 import { ProjectsRpc } from "@fundraise/protocol";
-import { createOrm, type Logger, type Orm } from "@fundraise/service-kit";
-import pg from "pg";
+import { createOrm, type Logger, type ServiceApp, startOutbox } from "@fundraise/service-kit";
 import type { UsersConfig } from "./config.ts";
 import { migrations } from "./db/migrations/index.ts";
 import { serveUsersRpc } from "./rpc/index.ts";
@@ -9,49 +8,37 @@ import { subscribeUsers } from "./subscribers/index.ts";
 import { OwnedProject } from "./users/owned-project.entity.ts";
 import { RoleChange } from "./users/role-change.entity.ts";
 import { User } from "./users/user.entity.ts";
-import { createUserService, type PendingInvitations, USERS_SCHEMA } from "./users/user.service.ts";
-
-export interface UsersApp {
-  /** Stops the outbox relay, then closes the database connections. Call after the bus stopped delivering. */
-  stop(): Promise<void>;
-}
+import { createUserRepository, USERS_SCHEMA } from "./users/user.repository.ts";
+import { createUserService, type PendingInvitations } from "./users/user.service.ts";
 
 /** Composition root: the only place that sees every dependency of the users service. */
-export async function startUsersApp(deps: { config: UsersConfig; log: Logger; bus: Bus }): Promise<UsersApp> {
+export async function startUsersApp(deps: {
+  config: UsersConfig;
+  log: Logger;
+  bus: Bus;
+}): Promise<ServiceApp> {
   const { config, log, bus } = deps;
-  let orm: Orm | undefined;
-  let relay: OutboxRelay | undefined;
-  // The relay's own small pool: it needs dedicated connections (a batch transaction, a LISTEN client)
-  // and reads only committed outbox rows. Use cases write through MikroORM (see db/transaction.ts).
-  const relayPool = new pg.Pool({ connectionString: config.db.url, max: 2 });
-  relayPool.on("error", (err) => log.warn({ err }, "idle outbox relay connection failed"));
+  const orm = await createOrm({
+    url: config.db.url,
+    schema: USERS_SCHEMA,
+    entities: [User, RoleChange, OwnedProject],
+    migrations,
+    log,
+  });
+  const outbox = startOutbox({ url: config.db.url, schema: USERS_SCHEMA, bus, log });
   const stop = async () => {
-    await relay?.stop();
-    await relayPool.end();
-    await orm?.close();
+    await outbox.stop();
+    await orm.close();
   };
   try {
-    orm = await createOrm({
-      url: config.db.url,
-      schema: config.db.schema,
-      entities: [User, RoleChange, OwnedProject],
-      migrations,
-      log,
-    });
-    const ormReady = orm;
+    // GET /user/get answers without invitations rather than wait longer for the projects service.
     const pendingInvitations: PendingInvitations = (userId, ctx) =>
       bus.call(
         ProjectsRpc.pendingInvitations,
         { userId },
-        {
-          timeoutMs: config.projects.invitationsTimeoutMs,
-          requestId: ctx.requestId,
-          ...(ctx.deadline === undefined ? {} : { deadline: ctx.deadline }),
-          ...(ctx.traceparent === undefined ? {} : { traceparent: ctx.traceparent }),
-        },
+        { ...ctx, timeoutMs: config.projects.invitationsTimeoutMs },
       );
-    const users = createUserService({ em: () => ormReady.em.fork(), pendingInvitations });
-    relay = createOutboxRelay({ pool: relayPool, bus, schema: USERS_SCHEMA, logger: log });
+    const users = createUserService({ users: createUserRepository(() => orm.em.fork()), pendingInvitations });
     await serveUsersRpc(bus, users);
     await subscribeUsers(bus, users);
   } catch (error) {
@@ -59,5 +46,5 @@ export async function startUsersApp(deps: { config: UsersConfig; log: Logger; bu
     throw error;
   }
   log.info("users service ready");
-  return { stop };
+  return { outbox, stop };
 }

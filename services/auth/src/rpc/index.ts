@@ -3,24 +3,21 @@ import { AuthRpc } from "@fundraise/protocol";
 import type { KeyStore } from "../keys/key-store.ts";
 import type { SessionStore } from "../sessions/session-store.ts";
 import type { AuthService } from "../sign-in/auth.service.ts";
-import { issueNonce } from "./issue-nonce.ts";
-import { jwks } from "./jwks.ts";
-import { login } from "./login.ts";
-import { rebuildSession } from "./rebuild-session.ts";
-import { register } from "./register.ts";
-import { verifyEmail } from "./verify-email.ts";
 
-/** The auth service's RPC surface: descriptor → handler. */
+/** The auth service's RPC surface: each descriptor straight to its use case. */
 export async function serveAuthRpc(
   bus: Bus,
   auth: AuthService,
   keys: KeyStore,
   sessions: SessionStore,
 ): Promise<void> {
-  await bus.serve(AuthRpc.nonce, issueNonce(auth));
-  await bus.serve(AuthRpc.login, login(auth));
-  await bus.serve(AuthRpc.register, register(auth));
-  await bus.serve(AuthRpc.verifyEmail, verifyEmail(auth));
-  await bus.serve(AuthRpc.jwks, jwks(keys));
-  await bus.serve(AuthRpc.rebuildSession, rebuildSession(sessions));
+  // Same answer shape whether the address is registered or not.
+  await bus.serve(AuthRpc.nonce, ({ address, origin }) => auth.issueNonce(address, origin));
+  await bus.serve(AuthRpc.login, ({ login, origin }, ctx) => auth.login(login, origin, ctx));
+  await bus.serve(AuthRpc.register, ({ register, origin }, ctx) => auth.register(register, origin, ctx));
+  await bus.serve(AuthRpc.verifyEmail, ({ email, token }, ctx) => auth.verifyEmail(email, token, ctx));
+  // Every public key that may still verify a live token.
+  await bus.serve(AuthRpc.jwks, () => keys.jwks());
+  // The gateway found no session hash in Redis (Redis lost it).
+  await bus.serve(AuthRpc.rebuildSession, ({ userId }, ctx) => sessions.rebuild(userId, ctx));
 }

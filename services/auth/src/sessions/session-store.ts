@@ -1,4 +1,7 @@
+import type { RequestContext } from "@fundraise/bus";
 import {
+  ErrorCode,
+  errors,
   parseSessionHash,
   SESSION_FIELD,
   type SessionState,
@@ -23,8 +26,11 @@ export interface SessionStore {
   setRole(userId: number, role: UserRole, em?: EntityManager): Promise<number | null>;
   /** Refuses every token issued before now (rounded up to the second); drops the role when given null. */
   revoke(userId: number, role: UserRole | null, em?: EntityManager): Promise<void>;
-  /** The state from Postgres, written back to Redis without overwriting fields written meanwhile. */
-  rebuild(userId: number): Promise<SessionState>;
+  /**
+   * The state from Postgres, written back to Redis without overwriting fields written meanwhile; 503
+   * when either cannot be reached (the gateway then refuses the request: fail closed).
+   */
+  rebuild(userId: number, ctx?: Pick<RequestContext, "log">): Promise<SessionState>;
 }
 
 export function createSessionStore(deps: {
@@ -70,25 +76,37 @@ export function createSessionStore(deps: {
       await execAll(tx.expire(k, ttl));
     },
 
-    async rebuild(userId) {
-      const rows = await deps
-        .em()
-        .execute<{ role: string | null; revoked_before: string | number | null }[]>(
-          `select role, revoked_before from auth.session where user_id = ?`,
-          [userId],
-        );
-      const row = rows[0];
-      const fields: Record<string, string> = {};
-      if (row?.role) fields[SESSION_FIELD.role] = row.role;
-      if (row?.revoked_before != null) fields[SESSION_FIELD.revokedBefore] = String(row.revoked_before);
-      const state = parseSessionHash(fields) ?? { role: null, revokedBefore: null };
-      // HSETNX: a write that reached Redis between our read and now is newer than what we read.
-      const k = key(userId);
-      const tx = redis.multi();
-      for (const [field, value] of Object.entries(fields)) tx.hsetnx(k, field, value);
-      tx.hsetnx(k, SESSION_FIELD.rebuiltAt, String(Math.floor(Date.now() / 1000)));
-      await execAll(tx.expire(k, ttl));
-      return parseSessionHash(await redis.hgetall(k)) ?? state;
+    async rebuild(userId, ctx) {
+      try {
+        const state = await rebuildFromPostgres(userId);
+        ctx?.log.info({ userId }, "session state rebuilt from Postgres");
+        return state;
+      } catch (cause) {
+        throw errors.unavailable(ErrorCode.SERVICE_UNAVAILABLE, "Sessions cannot be checked right now.", {
+          cause,
+        });
+      }
     },
   };
+
+  async function rebuildFromPostgres(userId: number): Promise<SessionState> {
+    const rows = await deps
+      .em()
+      .execute<{ role: string | null; revoked_before: string | number | null }[]>(
+        `select role, revoked_before from auth.session where user_id = ?`,
+        [userId],
+      );
+    const row = rows[0];
+    const fields: Record<string, string> = {};
+    if (row?.role) fields[SESSION_FIELD.role] = row.role;
+    if (row?.revoked_before != null) fields[SESSION_FIELD.revokedBefore] = String(row.revoked_before);
+    const state = parseSessionHash(fields) ?? { role: null, revokedBefore: null };
+    // HSETNX: a write that reached Redis between our read and now is newer than what we read.
+    const k = key(userId);
+    const tx = redis.multi();
+    for (const [field, value] of Object.entries(fields)) tx.hsetnx(k, field, value);
+    tx.hsetnx(k, SESSION_FIELD.rebuiltAt, String(Math.floor(Date.now() / 1000)));
+    await execAll(tx.expire(k, ttl));
+    return parseSessionHash(await redis.hgetall(k)) ?? state;
+  }
 }

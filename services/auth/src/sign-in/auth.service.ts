@@ -1,4 +1,4 @@
-import { type Bus, enqueue, type MessageContext, type WithMessage, withMessage } from "@fundraise/bus";
+import { type Bus, enqueue, type RequestContext, type WithMessage, withMessage } from "@fundraise/bus";
 import {
   AuthEvents,
   type AuthRpc,
@@ -6,28 +6,17 @@ import {
   errors,
   isAppError,
   type RequestOf,
-  type SignUpProof,
   type UserAccount,
   UsersRpc,
 } from "@fundraise/protocol";
-import { type Logger, translateDbError } from "@fundraise/service-kit";
+import { executorOf, type Logger, translateDbError } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { hashMessage } from "ethers";
 import type { Static } from "typebox";
 import type { ChainReader } from "../chain/chain.ts";
-import { sqlExecutorOf } from "../db/sql.ts";
 import type { TokenIssuer } from "../keys/token-issuer.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import type { SessionStore } from "../sessions/session-store.ts";
-import {
-  isSignedBy,
-  LEGACY_REGISTER_MESSAGE,
-  legacyLoginMessage,
-  nonceOfLegacyLogin,
-  nonceOfLegacyRegister,
-  recoverSigner,
-} from "../signatures/signature.ts";
-import { checkSiweMessage, parseSiweMessage, type SiweMessage } from "../signatures/siwe.ts";
+import { createSignedMessageVerifier, refusal } from "../signatures/signed-message.ts";
 import {
   findVerification,
   issueVerification,
@@ -35,13 +24,7 @@ import {
   pendingExpiryOf,
   VERIFICATION_TOKEN,
 } from "../verification/verification.repository.ts";
-import {
-  invalidFields,
-  optionalMessage,
-  requireAddress,
-  requireSignature,
-  validateRegistration,
-} from "./input.ts";
+import { requireAddress, validateRegistration } from "./input.ts";
 import type { NonceStore } from "./nonce-store.ts";
 import { ipAddressSubject, ipSubject, type RateLimiter } from "./rate-limiter.ts";
 
@@ -57,12 +40,10 @@ type VerificationEntry = {
   reason: "register" | "email-changed";
   expiresAt: Date;
 };
-/** The part of a message context a use case needs: who asked, and until when anyone waits. */
-export type CallContext = Pick<MessageContext, "requestId" | "deadline" | "log">;
+/** What a use case knows about the message that asked for it; passed on to its calls and events as is. */
+export type CallContext = RequestContext;
 
-/** The one answer for every failed sign-in: it must not tell which part was wrong (behaviour.md §2). */
-export const LOGIN_FAILED_MESSAGE = "Sign-in failed: the address, nonce or signature is not valid.";
-export const REGISTER_SIGNATURE_MESSAGE = "The signature or the signed message is not valid.";
+export { LOGIN_FAILED_MESSAGE, REGISTER_SIGNATURE_MESSAGE } from "../signatures/signed-message.ts";
 export const VERIFIED_MESSAGE = "Your e-mail address is verified.";
 export const LINK_EXPIRED_MESSAGE = "The link has expired; fill in the sign-up form again.";
 export const LINK_INVALID_MESSAGE = "This verification link is not valid.";
@@ -108,28 +89,14 @@ export interface AuthServiceDeps {
   };
 }
 
-const callOptions = (ctx: CallContext) => ({
-  requestId: ctx.requestId,
-  ...(ctx.deadline === undefined ? {} : { deadline: ctx.deadline }),
-});
-
 const dbUnavailable = (error: unknown) => translateDbError(error);
 
 export function createAuthService(deps: AuthServiceDeps): AuthService {
   const { bus, nonces, rateLimiter, chain, tokens, sessions, mailer, settings } = deps;
   const verificationTtlMs = settings.verificationTtlHours * 3_600_000;
   const limits = settings.rateLimits;
-
-  const siweExpectations = (nonce: string, address: string) => ({
-    domain: settings.siweDomain,
-    baseUrl: settings.publicBaseUrl,
-    chainId: chain.chainId,
-    nonce,
-    address,
-    now: new Date(),
-    maxAgeSeconds: settings.nonceTtlSeconds,
-    clockSkewSeconds: settings.clockSkewSeconds,
-  });
+  // Login and register check signed messages (legacy texts, EIP-4361, EIP-1271) and consume nonces alike.
+  const verifySignedMessage = createSignedMessageVerifier({ nonces, chain, settings });
 
   const verificationLink = (mailAddress: string, token: string) =>
     `${settings.publicBaseUrl}/Authentication/verify-email?email=${encodeURIComponent(mailAddress)}&token=${token}`;
@@ -154,11 +121,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   async function refreshRole(account: Account, ctx: CallContext): Promise<Account | null> {
     const role = await chain.roleOf(account.address);
     if (role === account.chainRole) return account;
-    const current = await bus.call(
-      UsersRpc.setChainRole,
-      { address: account.address, role },
-      callOptions(ctx),
-    );
+    const current = await bus.call(UsersRpc.setChainRole, { address: account.address, role }, ctx);
     if (current && current.role !== account.role) {
       ctx.log.info(
         { userId: account.id, from: account.role, to: current.role },
@@ -166,25 +129,6 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       );
     }
     return current;
-  }
-
-  /**
-   * Which outstanding nonce of the address a bare signature signs as `LOGIN: <nonce>`, if any: the signer
-   * is recovered for each (cheap, local); a contract wallet's contract is asked for each, in parallel.
-   */
-  async function signedLegacyNonce(address: string, signature: string): Promise<string | undefined> {
-    const live = await nonces.live(address);
-    if (live.length === 0) return undefined;
-    const own = live.find(
-      (n) => recoverSigner(legacyLoginMessage(n), signature)?.toLowerCase() === address.toLowerCase(),
-    );
-    if (own !== undefined) return String(own);
-    if (!(await chain.hasCode(address))) return undefined;
-    const verdicts = await Promise.all(
-      live.map((n) => chain.isValidSignature(address, hashMessage(legacyLoginMessage(n)), signature)),
-    );
-    const index = verdicts.indexOf(true);
-    return index < 0 ? undefined : String(live[index]);
   }
 
   return {
@@ -210,67 +154,35 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     },
 
     async login(request, origin, ctx) {
-      const signature = requireSignature(request.signedMessage);
-      const text = optionalMessage(request.message);
-      const legacyNonce = text === undefined ? undefined : nonceOfLegacyLogin(text);
-      const isLegacy = text === undefined || legacyNonce !== undefined;
-      let siwe: SiweMessage | undefined;
-      let parseError: string | undefined;
-      if (!isLegacy) {
-        try {
-          siwe = parseSiweMessage(text);
-        } catch (error) {
-          parseError = (error as Error).message;
-        }
-      }
-      // The claimed address: the request's, or (SIWE only) the message's when the request has none.
-      const address =
-        optionalMessage(request.address) === undefined && siwe
-          ? siwe.address
-          : requireAddress(request.address);
-      // Failed sign-ins are limited per client IP and per IP + address, never per address alone: anyone
-      // could otherwise lock an address's owner out (behaviour.md §7). A success is taken back below.
-      const attempt = await rateLimiter.hit([
-        {
-          action: "login",
-          subject: ipSubject(origin.ip),
-          limit: limits.loginFailuresPerIpPerMinute,
-          windowSeconds: 60,
-        },
-        {
-          action: "login",
-          subject: ipAddressSubject(origin.ip, address),
-          limit: limits.loginFailuresPerIpAddressPerMinute,
-          windowSeconds: 60,
-        },
-      ]);
-      const refuse = (reason: string) => {
-        ctx.log.info({ reason, address }, "login refused");
-        return errors.unauthenticated(ErrorCode.LOGIN_FAILED, LOGIN_FAILED_MESSAGE);
-      };
-      if (isLegacy && !settings.legacyMessages) throw refuse("legacy messages are disabled");
+      // The address (the request's, or a SIWE message's when the request names none), the nonce the
+      // signature proves, consumed (the existing web client sends only the signature of `LOGIN: <nonce>`).
+      const { address, limited: attempt } = await verifySignedMessage({
+        purpose: "login",
+        address: request.address,
+        signedMessage: request.signedMessage,
+        message: request.message,
+        log: ctx.log,
+        // Failed sign-ins are limited per client IP and per IP + address, never per address alone: anyone
+        // could otherwise lock an address's owner out (behaviour.md §7). A success is taken back below.
+        limit: (claimed) =>
+          rateLimiter.hit([
+            {
+              action: "login",
+              subject: ipSubject(origin.ip),
+              limit: limits.loginFailuresPerIpPerMinute,
+              windowSeconds: 60,
+            },
+            {
+              action: "login",
+              subject: ipAddressSubject(origin.ip, claimed),
+              limit: limits.loginFailuresPerIpAddressPerMinute,
+              windowSeconds: 60,
+            },
+          ]),
+      });
+      const refuse = (reason: string) => refusal("login", ctx.log, reason, address);
 
-      if (text === undefined) {
-        // The existing web client sends only the signature of `LOGIN: <nonce>`: the nonce it signed is the
-        // outstanding one whose text the signature matches. Only that one is consumed; a signature that
-        // matches none consumes nothing (it proves no nonce, and would let anyone cancel the owner's).
-        const nonce = await signedLegacyNonce(address, signature);
-        if (nonce === undefined) throw refuse("the signature matches no outstanding nonce");
-        if (!(await nonces.take(address, nonce))) throw refuse("nonce used by a concurrent attempt");
-      } else {
-        // The text names its nonce: the attempt consumes it, whatever its outcome.
-        const nonce = legacyNonce ?? siwe?.nonce;
-        if (nonce === undefined) throw refuse(`not an EIP-4361 message: ${parseError}`);
-        if (!(await nonces.take(address, nonce)))
-          throw refuse("no such nonce (never issued, expired or used)");
-        if (siwe) {
-          const problem = checkSiweMessage(siwe, siweExpectations(nonce, address));
-          if (problem) throw refuse(`EIP-4361 check failed: ${problem}`);
-        }
-        if (!(await isSignedBy(address, text, signature, chain))) throw refuse("signature");
-      }
-
-      const account = await bus.call(UsersRpc.byAddress, { address }, callOptions(ctx));
+      const account = await bus.call(UsersRpc.byAddress, { address }, ctx);
       if (!account) throw refuse("unknown address");
       if (!account.isVerified) throw errors.forbidden(ErrorCode.EMAIL_NOT_VERIFIED, NOT_VERIFIED_MESSAGE);
       const current = await refreshRole(account, ctx);
@@ -298,76 +210,31 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
 
     async register(request, origin, ctx) {
       const fields = validateRegistration(request);
-      const signature = requireSignature(request.signedMessage);
-      const text = optionalMessage(request.message);
-      const badSignature = (reason: string, address?: string) => {
-        ctx.log.info({ reason, address }, "register refused");
-        return errors.validation(ErrorCode.VALIDATION_FAILED, REGISTER_SIGNATURE_MESSAGE, {
-          details: [{ path: "/signedMessage", message: "does not sign a valid message for this address" }],
-        });
-      };
-      const legacyRefused = () =>
-        invalidFields([{ path: "/message", message: "must be an EIP-4361 (Sign-In with Ethereum) message" }]);
-      // Per client IP and per IP + address, never per address alone (behaviour.md §7).
-      const limit = (address: string) =>
-        rateLimiter.hit([
-          {
-            action: "register",
-            subject: ipSubject(origin.ip),
-            limit: limits.registerPerIpPerHour,
-            windowSeconds: 3600,
-          },
-          {
-            action: "register",
-            subject: ipAddressSubject(origin.ip, address),
-            limit: limits.registerPerIpAddressPerHour,
-            windowSeconds: 3600,
-          },
-        ]);
-
-      // How the wallet's consent is proven (behaviour.md §7): the constant `REGISTER` text is `legacy` (its
+      // The address is the signer's (`REGISTER`, `REGISTER: <nonce>`) or the SIWE message's. How the
+      // wallet's consent is proven (behaviour.md §7): the constant `REGISTER` text is `legacy` (its
       // signature can be replayed by whoever saw it); a GetNonce nonce, consumed here, is `nonce`.
-      let address: string;
-      let proof: SignUpProof;
-      const registerNonce = text === undefined ? undefined : nonceOfLegacyRegister(text);
-      if (text === undefined || text === LEGACY_REGISTER_MESSAGE) {
-        if (!settings.legacyMessages) throw legacyRefused();
-        const recovered = recoverSigner(LEGACY_REGISTER_MESSAGE, signature);
-        if (!recovered) throw badSignature("malformed signature");
-        address = recovered;
-        proof = "legacy";
-        await limit(address);
-      } else if (registerNonce !== undefined) {
-        // `REGISTER: <nonce>` is a legacy-style text too (no domain, nothing a wallet can check): the switch
-        // that refuses legacy texts refuses it as well.
-        if (!settings.legacyMessages) throw legacyRefused();
-        const recovered = recoverSigner(text, signature);
-        if (!recovered) throw badSignature("malformed signature");
-        address = recovered;
-        proof = "nonce";
-        await limit(address);
-        if (!(await nonces.take(address, registerNonce))) {
-          throw badSignature("no such nonce (never issued, expired or used)", address);
-        }
-      } else {
-        let siwe: SiweMessage;
-        try {
-          siwe = parseSiweMessage(text);
-        } catch (error) {
-          throw invalidFields([
-            { path: "/message", message: `is not an EIP-4361 message: ${(error as Error).message}` },
-          ]);
-        }
-        address = siwe.address;
-        proof = "nonce";
-        await limit(address);
-        if (!(await nonces.take(address, siwe.nonce))) {
-          throw badSignature("no such nonce (never issued, expired or used)", address);
-        }
-        const problem = checkSiweMessage(siwe, siweExpectations(siwe.nonce, address));
-        if (problem) throw badSignature(`EIP-4361 check failed: ${problem}`, address);
-        if (!(await isSignedBy(address, text, signature, chain))) throw badSignature("signature", address);
-      }
+      const { address, proof } = await verifySignedMessage({
+        purpose: "register",
+        signedMessage: request.signedMessage,
+        message: request.message,
+        log: ctx.log,
+        // Per client IP and per IP + address, never per address alone (behaviour.md §7).
+        limit: (signer) =>
+          rateLimiter.hit([
+            {
+              action: "register",
+              subject: ipSubject(origin.ip),
+              limit: limits.registerPerIpPerHour,
+              windowSeconds: 3600,
+            },
+            {
+              action: "register",
+              subject: ipAddressSubject(origin.ip, signer),
+              limit: limits.registerPerIpAddressPerHour,
+              windowSeconds: 3600,
+            },
+          ]),
+      });
 
       // The users service decides (behaviour.md §2, §7): a new sign-up, a replaced one (expired, or pending
       // and legacy-proven while this one is nonce-proven), the same pending sign-up again (`resent`: nothing
@@ -380,7 +247,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
           pendingUntil: new Date(Date.now() + verificationTtlMs).toISOString(),
           proof,
         },
-        callOptions(ctx),
+        ctx,
       );
 
       let entry: VerificationEntry;
@@ -393,10 +260,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
             new Date(Date.now() + verificationTtlMs);
           if (!resent) {
             const event = { userId, address };
-            await enqueue(sqlExecutorOf(em), AuthEvents.registered, event, {
-              schema: "auth",
-              requestId: ctx.requestId,
-            });
+            await enqueue(executorOf(em), AuthEvents.registered, event, { schema: "auth", context: ctx });
           }
           const next: VerificationEntry = {
             userId,
@@ -440,11 +304,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         throw errors.gone(ErrorCode.VERIFICATION_LINK_EXPIRED, LINK_EXPIRED_MESSAGE);
       }
       const account = await bus
-        .call(
-          UsersRpc.markVerified,
-          { userId: entry.userId, mailAddress: entry.mailAddress },
-          callOptions(ctx),
-        )
+        .call(UsersRpc.markVerified, { userId: entry.userId, mailAddress: entry.mailAddress }, ctx)
         .catch((error: unknown) => {
           // The sign-up was replaced or deleted since the link was sent: the link is not valid any more.
           if (isAppError(error) && error.code === ErrorCode.USER_NOT_FOUND) throw invalid();
@@ -455,10 +315,10 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
           // Two clicks at once: only the one that marks the token publishes the event.
           if (!(await markUsed(em, entry.id, new Date()))) return;
           await enqueue(
-            sqlExecutorOf(em),
+            executorOf(em),
             AuthEvents.verified,
             { userId: account.id, address: account.address },
-            { schema: "auth", requestId: ctx.requestId },
+            { schema: "auth", context: ctx },
           );
         });
       } catch (error) {

@@ -1,9 +1,12 @@
-import { getAddress } from "ethers";
+import { SiweMessage as Eip4361Message } from "siwe";
 
 /**
- * Sign-In with Ethereum (EIP-4361) messages, parsed by hand against the EIP's ABNF: a message that does
- * not follow the grammar exactly (line order, blank lines, field names) is refused, because what the
- * wallet showed the user must be exactly what we check.
+ * Sign-In with Ethereum (EIP-4361) messages. Parsing and writing are the `siwe` package's (its parser is
+ * generated from the EIP's ABNF: a message that does not follow the grammar exactly, with its line order,
+ * blank lines, field names and EIP-55 address, is refused, because what the wallet showed the user must be
+ * exactly what we check). Only the text is used from it: its `verify` (signature recovery, EIP-1271 through
+ * a provider of its own) is not, the signature is checked in `signature.ts` and `chain/chain.ts`. The checks
+ * against this deployment are ours (`checkSiweMessage`).
  */
 export interface SiweMessage {
   scheme: string | undefined;
@@ -30,127 +33,45 @@ export class SiweParseError extends Error {
 }
 
 const HEADER_SUFFIX = " wants you to sign in with your Ethereum account:";
-// authority = [ userinfo "@" ] host [ ":" port ] (RFC 3986), kept to the characters those may hold.
-const AUTHORITY =
-  /^(?:[A-Za-z0-9\-._~%!$&'()*+,;=:]+@)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=]+)(?::\d{1,5})?$/;
-const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*$/;
-// statement = *( reserved / unreserved / " " ): no line breaks, printable ASCII.
-const STATEMENT = /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;= ]*$/;
-const NONCE = /^[A-Za-z0-9]{8,}$/;
-const CHAIN_ID = /^[0-9]{1,15}$/;
-const REQUEST_ID = /^[A-Za-z0-9\-._~%!$&'()*+,;=:@]*$/;
-// RFC 3339 date-time (ISO-8601 profile): full date, full time, fraction optional, zone Z or ±hh:mm.
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
 
-function dateTime(value: string, field: string): Date {
-  if (!DATE_TIME.test(value)) throw new SiweParseError(`${field} is not an RFC 3339 date-time`);
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime())) throw new SiweParseError(`${field} is not a valid date-time`);
-  return date;
+function date(value: string, field: string): Date {
+  const parsed = new Date(value);
+  if (Number.isNaN(parsed.getTime())) throw new SiweParseError(`${field} is not a valid date-time`);
+  return parsed;
 }
 
-function uri(value: string, field: string): string {
-  if (value === "" || /\s/.test(value)) throw new SiweParseError(`${field} is not a URI`);
-  try {
-    new URL(value);
-  } catch {
-    throw new SiweParseError(`${field} is not a URI`);
-  }
-  return value;
+/** The parser's first complaint, without the dump of its internal state that ends its error. */
+function problemOf(error: unknown): string {
+  const first = (error instanceof Error ? error.message : String(error)).split("\n", 1)[0] ?? "";
+  return first === "" || first.startsWith("Invalid message: {")
+    ? "does not follow the EIP-4361 grammar"
+    : first;
 }
 
 /** Parses an EIP-4361 message; throws SiweParseError naming the first part that breaks the grammar. */
 export function parseSiweMessage(text: string): SiweMessage {
-  if (text.includes("\r")) throw new SiweParseError("lines must end with LF only");
-  const lines = text.split("\n");
-  let i = 0;
-  const next = (): string | undefined => lines[i++];
-
-  const header = next() ?? "";
-  if (!header.endsWith(HEADER_SUFFIX)) throw new SiweParseError("the first line is not a SIWE header");
-  let origin = header.slice(0, -HEADER_SUFFIX.length);
-  let scheme: string | undefined;
-  const schemeEnd = origin.indexOf("://");
-  if (schemeEnd >= 0) {
-    scheme = origin.slice(0, schemeEnd);
-    if (!SCHEME.test(scheme)) throw new SiweParseError("invalid scheme");
-    origin = origin.slice(schemeEnd + 3);
-  }
-  if (!AUTHORITY.test(origin)) throw new SiweParseError("invalid domain");
-
-  const address = next() ?? "";
-  if (!/^0x[0-9a-fA-F]{40}$/.test(address)) throw new SiweParseError("invalid address");
-  let checksummed: string;
+  let m: Eip4361Message;
   try {
-    checksummed = getAddress(address);
-  } catch {
-    throw new SiweParseError("the address is not EIP-55 checksummed");
+    m = new Eip4361Message(text);
+  } catch (error) {
+    throw new SiweParseError(problemOf(error));
   }
-  if (checksummed !== address) throw new SiweParseError("the address is not EIP-55 checksummed");
-
-  if (next() !== "") throw new SiweParseError("a blank line must follow the address");
-  let statement: string | undefined;
-  const afterBlank = next();
-  if (afterBlank === undefined) throw new SiweParseError("the message ends early");
-  if (afterBlank !== "") {
-    if (afterBlank.startsWith("URI: ")) {
-      throw new SiweParseError("a blank line must precede the fields (two without a statement)");
-    }
-    if (!STATEMENT.test(afterBlank)) throw new SiweParseError("invalid statement");
-    statement = afterBlank;
-    if (next() !== "") throw new SiweParseError("a blank line must follow the statement");
-  }
-
-  const field = (name: string, optional = false): string | undefined => {
-    const line = lines[i];
-    const prefix = `${name}: `;
-    if (line?.startsWith(prefix)) {
-      i++;
-      return line.slice(prefix.length);
-    }
-    if (optional) return undefined;
-    throw new SiweParseError(`"${name}" expected`);
-  };
-
-  const uriValue = uri(field("URI") ?? "", "URI");
-  const version = field("Version");
-  if (version !== "1") throw new SiweParseError("Version must be 1");
-  const chainIdText = field("Chain ID") ?? "";
-  if (!CHAIN_ID.test(chainIdText)) throw new SiweParseError("invalid Chain ID");
-  const nonce = field("Nonce") ?? "";
-  if (!NONCE.test(nonce)) throw new SiweParseError("invalid Nonce (at least 8 letters or digits)");
-  const issuedAt = dateTime(field("Issued At") ?? "", "Issued At");
-  const expirationText = field("Expiration Time", true);
-  const expirationTime =
-    expirationText === undefined ? undefined : dateTime(expirationText, "Expiration Time");
-  const notBeforeText = field("Not Before", true);
-  const notBefore = notBeforeText === undefined ? undefined : dateTime(notBeforeText, "Not Before");
-  const requestId = field("Request ID", true);
-  if (requestId !== undefined && !REQUEST_ID.test(requestId)) throw new SiweParseError("invalid Request ID");
-  const resources: string[] = [];
-  if (lines[i] === "Resources:") {
-    i++;
-    while (i < lines.length && (lines[i] ?? "").startsWith("- ")) {
-      resources.push(uri((lines[i] ?? "").slice(2), "resource"));
-      i++;
-    }
-  }
-  if (i !== lines.length) throw new SiweParseError(`unexpected line ${i + 1}`);
-
+  // The grammar allows any number of digits; a chain id past 2^53 is nobody's.
+  if (!Number.isSafeInteger(m.chainId)) throw new SiweParseError("invalid Chain ID");
   return {
-    scheme,
-    domain: origin,
-    address,
-    statement,
-    uri: uriValue,
+    scheme: m.scheme,
+    domain: m.domain,
+    address: m.address,
+    statement: m.statement,
+    uri: m.uri,
     version: "1",
-    chainId: Number(chainIdText),
-    nonce,
-    issuedAt,
-    expirationTime,
-    notBefore,
-    requestId,
-    resources,
+    chainId: m.chainId,
+    nonce: m.nonce,
+    issuedAt: date(m.issuedAt ?? "", "Issued At"),
+    expirationTime: m.expirationTime === undefined ? undefined : date(m.expirationTime, "Expiration Time"),
+    notBefore: m.notBefore === undefined ? undefined : date(m.notBefore, "Not Before"),
+    requestId: m.requestId,
+    resources: m.resources ?? [],
   };
 }
 
@@ -211,7 +132,10 @@ export function checkSiweMessage(message: SiweMessage, expected: SiweExpectation
   return null;
 }
 
-/** Writes a message in the EIP's layout; tests and clients use it, the service only parses. */
+/**
+ * Writes a message in the EIP's layout (the `siwe` package's writer, which also parses what it wrote: a
+ * field the grammar refuses throws); tests and clients use it, the service only parses.
+ */
 export function formatSiweMessage(fields: {
   scheme?: string;
   domain: string;
@@ -226,26 +150,15 @@ export function formatSiweMessage(fields: {
   requestId?: string;
   resources?: string[];
 }): string {
-  const iso = (d: Date | string) => (typeof d === "string" ? d : d.toISOString());
-  const lines = [
-    `${fields.scheme ? `${fields.scheme}://` : ""}${fields.domain}${HEADER_SUFFIX}`,
-    fields.address,
-    "",
-    ...(fields.statement === undefined ? [] : [fields.statement]),
-    "",
-    `URI: ${fields.uri}`,
-    "Version: 1",
-    `Chain ID: ${fields.chainId}`,
-    `Nonce: ${fields.nonce}`,
-    `Issued At: ${iso(fields.issuedAt)}`,
-  ];
-  if (fields.expirationTime !== undefined) lines.push(`Expiration Time: ${iso(fields.expirationTime)}`);
-  if (fields.notBefore !== undefined) lines.push(`Not Before: ${iso(fields.notBefore)}`);
-  if (fields.requestId !== undefined) lines.push(`Request ID: ${fields.requestId}`);
-  if (fields.resources && fields.resources.length > 0) {
-    lines.push("Resources:", ...fields.resources.map((r) => `- ${r}`));
-  }
-  return lines.join("\n");
+  const iso = (d: Date | string | undefined) => (d instanceof Date ? d.toISOString() : d);
+  return new Eip4361Message({
+    ...fields,
+    version: "1",
+    issuedAt: iso(fields.issuedAt),
+    expirationTime: iso(fields.expirationTime),
+    notBefore: iso(fields.notBefore),
+    resources: fields.resources?.length ? fields.resources : undefined,
+  }).prepareMessage();
 }
 
 /** True when the text looks like an EIP-4361 message (its first line), whether or not it parses. */

@@ -3,7 +3,7 @@ import { UsersEvents } from "@fundraise/protocol";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { SessionStore } from "../sessions/session-store.ts";
 import type { AuthService } from "../sign-in/auth.service.ts";
-import { CONSUMER } from "./process-once.ts";
+import { CONSUMER } from "./consumer.ts";
 import { onUserDeleted } from "./user-deleted.ts";
 import { onUserEmailChanged } from "./user-email-changed.ts";
 import { onUserRoleChanged } from "./user-role-changed.ts";

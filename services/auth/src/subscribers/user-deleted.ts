@@ -1,15 +1,16 @@
 import type { EventHandler } from "@fundraise/bus";
 import { UsersEvents } from "@fundraise/protocol";
+import { handleOnce } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { SessionStore } from "../sessions/session-store.ts";
 import { deleteVerificationsOf } from "../verification/verification.repository.ts";
-import { handleOnce } from "./process-once.ts";
+import { claimFor } from "./consumer.ts";
 
 /** A deleted user's tokens stop working at once (revokedBefore = now, role dropped); their links go too. */
 export const onUserDeleted =
   (deps: { em: () => EntityManager; sessions: SessionStore }): EventHandler<typeof UsersEvents.deleted> =>
   async (payload, ctx) => {
-    await handleOnce(deps.em(), UsersEvents.deleted.name, ctx, async (em) => {
+    await handleOnce(deps.em(), claimFor(UsersEvents.deleted), ctx, async (em) => {
       await deleteVerificationsOf(em, payload.userId);
       await deps.sessions.revoke(payload.userId, null, em);
       ctx.log.info({ userId: payload.userId }, "tokens of a deleted user revoked");

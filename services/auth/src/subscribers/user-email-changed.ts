@@ -1,8 +1,9 @@
 import type { EventHandler } from "@fundraise/bus";
 import { UsersEvents } from "@fundraise/protocol";
+import { handleOnce } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { AuthService } from "../sign-in/auth.service.ts";
-import { handleOnce } from "./process-once.ts";
+import { claimFor } from "./consumer.ts";
 
 /**
  * A changed e-mail address is unverified until its link is followed: mail one. A mail failure throws, so
@@ -15,7 +16,7 @@ export const onUserEmailChanged =
     verificationTtlHours: number;
   }): EventHandler<typeof UsersEvents.emailChanged> =>
   async (payload, ctx) => {
-    await handleOnce(deps.em(), UsersEvents.emailChanged.name, ctx, async (em) => {
+    await handleOnce(deps.em(), claimFor(UsersEvents.emailChanged), ctx, async (em) => {
       await deps.auth.sendVerification(em, {
         userId: payload.userId,
         mailAddress: payload.mailAddress,

@@ -1,8 +1,9 @@
 import type { EventHandler } from "@fundraise/bus";
 import { UsersEvents } from "@fundraise/protocol";
+import { handleOnce } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { SessionStore } from "../sessions/session-store.ts";
-import { handleOnce } from "./process-once.ts";
+import { claimFor } from "./consumer.ts";
 
 /**
  * The session role follows the user's role at once. An admin's change also invalidates older tokens
@@ -11,7 +12,7 @@ import { handleOnce } from "./process-once.ts";
 export const onUserRoleChanged =
   (deps: { em: () => EntityManager; sessions: SessionStore }): EventHandler<typeof UsersEvents.roleChanged> =>
   async (payload, ctx) => {
-    await handleOnce(deps.em(), UsersEvents.roleChanged.name, ctx, async (em) => {
+    await handleOnce(deps.em(), claimFor(UsersEvents.roleChanged), ctx, async (em) => {
       if (payload.changedBy === "chain") {
         await deps.sessions.setRole(payload.userId, payload.role, em);
       } else {

@@ -146,7 +146,9 @@ export async function startHarness(
     anvil,
     chain,
     async close() {
-      await app.stopRelay();
+      // The order of runService: stop consuming, stop the outbox relays, close the buses, then the rest.
+      await Promise.all([authBus.stopConsuming(), usersBus.stopConsuming()]);
+      await Promise.all([app.outbox?.stop(), usersApp.outbox?.stop()]);
       await Promise.all([client.close(), authBus.close(), usersBus.close()]);
       await Promise.all([app.stop(), usersApp.stop()]);
       await Promise.all([sql.end(), usersSql.end()]);

@@ -1,29 +1,29 @@
 import type { Bus } from "@fundraise/bus";
 import { UsersRpc } from "@fundraise/protocol";
 import type { UserService } from "../users/user.service.ts";
-import { countUsers } from "./count-users.ts";
-import { deleteSelf } from "./delete-self.ts";
-import { deleteUser } from "./delete-user.ts";
-import { getUser } from "./get-user.ts";
-import { listUsers } from "./list-users.ts";
-import { markVerified } from "./mark-verified.ts";
-import { registerUser } from "./register-user.ts";
-import { setChainRole } from "./set-chain-role.ts";
-import { updateRole } from "./update-role.ts";
-import { updateUser } from "./update-user.ts";
-import { userByAddress } from "./user-by-address.ts";
 
-/** The users service's RPC surface: descriptor → handler. */
+/** The users service's RPC surface: each descriptor straight to its use case (rules in users/). */
 export async function serveUsersRpc(bus: Bus, users: UserService): Promise<void> {
-  await bus.serve(UsersRpc.count, countUsers(users));
-  await bus.serve(UsersRpc.get, getUser(users));
-  await bus.serve(UsersRpc.update, updateUser(users));
-  await bus.serve(UsersRpc.deleteSelf, deleteSelf(users));
-  await bus.serve(UsersRpc.delete, deleteUser(users));
-  await bus.serve(UsersRpc.list, listUsers(users));
-  await bus.serve(UsersRpc.updateRole, updateRole(users));
-  await bus.serve(UsersRpc.register, registerUser(users));
-  await bus.serve(UsersRpc.byAddress, userByAddress(users));
-  await bus.serve(UsersRpc.markVerified, markVerified(users));
-  await bus.serve(UsersRpc.setChainRole, setChainRole(users));
+  await bus.serve(UsersRpc.count, () => users.countVerified());
+  await bus.serve(UsersRpc.get, ({ caller }, ctx) => users.get(caller, ctx));
+  await bus.serve(UsersRpc.update, ({ caller, user }, ctx) => users.update(caller, user, ctx));
+  await bus.serve(UsersRpc.deleteSelf, async ({ caller }, ctx) => {
+    await users.deleteSelf(caller, ctx);
+    return null;
+  });
+  await bus.serve(UsersRpc.delete, async ({ caller, id }, ctx) => {
+    await users.deleteById(caller, id, ctx);
+    return null;
+  });
+  await bus.serve(UsersRpc.list, ({ caller }) => users.list(caller));
+  await bus.serve(UsersRpc.updateRole, ({ caller, address, role }, ctx) =>
+    users.updateRole(caller, address, role, ctx),
+  );
+  // Asked by the auth service only (sign-up, verification, sign-in).
+  await bus.serve(UsersRpc.register, (newUser, ctx) => users.register(newUser, ctx));
+  await bus.serve(UsersRpc.byAddress, ({ address }) => users.byAddress(address));
+  await bus.serve(UsersRpc.markVerified, ({ userId, mailAddress }) =>
+    users.markVerified(userId, mailAddress),
+  );
+  await bus.serve(UsersRpc.setChainRole, ({ address, role }, ctx) => users.setChainRole(address, role, ctx));
 }

@@ -1,19 +1,27 @@
 import type { Bus } from "@fundraise/bus";
 import { ChainEvents, ProjectsEvents } from "@fundraise/protocol";
 import type { UserService } from "../users/user.service.ts";
-import { onChainUserStatusChanged } from "./chain-user-status-changed.ts";
-import { onProjectCreated } from "./projects-project-created.ts";
-import { onProjectDeleted } from "./projects-project-deleted.ts";
 
 /** The consumer name: queues are `users.<event>`. */
 export const CONSUMER = "users";
 
-/** The events the users service consumes. */
+/** The events the users service consumes, each straight to its use case. */
 export async function subscribeUsers(bus: Bus, users: UserService): Promise<void> {
+  // The registry changed an address's status: the known user with it gets that role (once per log).
   // One at a time: role facts of an address must be applied in the order the chain produced them.
-  await bus.subscribe(CONSUMER, ChainEvents.userStatusChanged, onChainUserStatusChanged(users), {
-    prefetch: 1,
-  });
-  await bus.subscribe(CONSUMER, ProjectsEvents.created, onProjectCreated(users));
-  await bus.subscribe(CONSUMER, ProjectsEvents.deleted, onProjectDeleted(users));
+  await bus.subscribe(
+    CONSUMER,
+    ChainEvents.userStatusChanged,
+    (fact, ctx) => users.applyChainStatus(fact, ctx),
+    {
+      prefetch: 1,
+    },
+  );
+  // Who owns which project, so deleting that user is refused without asking the projects service.
+  await bus.subscribe(CONSUMER, ProjectsEvents.created, ({ projectId, ownerId }) =>
+    users.recordProjectCreated(projectId, ownerId),
+  );
+  await bus.subscribe(CONSUMER, ProjectsEvents.deleted, ({ projectId }) =>
+    users.recordProjectDeleted(projectId),
+  );
 }

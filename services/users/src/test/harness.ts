@@ -9,12 +9,13 @@ import {
   type UserRole,
   UsersEvents,
 } from "@fundraise/protocol";
+import type { ServiceApp } from "@fundraise/service-kit";
 import { silentLogger } from "@fundraise/service-kit";
 import { createTestDatabase, type TestDatabase } from "@fundraise/service-kit/testing";
 import { getAddress } from "ethers";
 import pg from "pg";
 import { expect } from "vitest";
-import { startUsersApp, type UsersApp } from "../app.ts";
+import { startUsersApp } from "../app.ts";
 import { loadConfig } from "../config.ts";
 
 /**
@@ -26,7 +27,7 @@ export interface Harness {
   client: AmqpBus;
   /** Direct SQL on the test database, for seeding and for looking at what the service wrote. */
   sql: pg.Pool;
-  app: UsersApp;
+  app: ServiceApp;
   vhostUrl: string;
   /** Events received by the test consumer, oldest first. */
   events: { name: string; payload: Record<string, unknown> }[];

@@ -1,8 +1,7 @@
-import { enqueue, processOnce } from "@fundraise/bus";
+import type { RequestContext } from "@fundraise/bus";
 import {
   type Caller,
   type ChainEvents,
-  type EventDescriptor,
   type PayloadOf,
   type RequestOf,
   type SignUpProof,
@@ -10,15 +9,9 @@ import {
   UsersEvents,
   type UsersRpc,
 } from "@fundraise/protocol";
-import type { Logger } from "@fundraise/service-kit";
-import { LockMode, sql } from "@mikro-orm/core";
-import type { EntityManager } from "@mikro-orm/postgresql";
-import { inTransaction, type Tx } from "../db/transaction.ts";
-import { OwnedProject } from "./owned-project.entity.ts";
-import { RoleChange } from "./role-change.entity.ts";
 import { type ChainObservation, decideChainRole, type RoleSources } from "./role-precedence.ts";
-import { User } from "./user.entity.ts";
-import { conflictOfConstraint, UserErrors } from "./user.errors.ts";
+import type { User } from "./user.entity.ts";
+import { UserErrors } from "./user.errors.ts";
 import {
   type Invitation,
   toUserAccount,
@@ -26,6 +19,7 @@ import {
   type UserAccountOut,
   type UserDtoOut,
 } from "./user.mapper.ts";
+import type { UniqueField, UserRepository, UserTx } from "./user.repository.ts";
 import {
   type Profile,
   parseAddress,
@@ -35,24 +29,14 @@ import {
   validateProfile,
 } from "./user.validation.ts";
 
-/** The database schema this service owns; the outbox and processed_message tables live in it too. */
-export const USERS_SCHEMA = "users";
-
-/** What a use case knows about the message that asked for it. */
-export interface OpContext {
-  requestId: string;
-  log: Logger;
-  /** Epoch ms after which nobody waits for the answer (RPC only). */
-  deadline?: number | undefined;
-  traceparent?: string | undefined;
-}
+/** What a use case knows about the message that asked for it (a handler's `ctx`). */
+export type OpContext = RequestContext;
 
 /** Asks the projects service for a user's pending invitations; throws when it is unavailable or slow. */
 export type PendingInvitations = (userId: number, ctx: OpContext) => Promise<Invitation[]>;
 
 export interface UserServiceDeps {
-  /** A fresh entity manager per use case. */
-  em: () => EntityManager;
+  users: UserRepository;
   /** Absent: `get` answers `invitations: null`. */
   pendingInvitations?: PendingInvitations;
   now?: () => Date;
@@ -88,21 +72,12 @@ export interface UserService {
   recordProjectDeleted(projectId: number): Promise<void>;
 }
 
-type UniqueField = "address" | "mailAddress" | "username";
-const COLUMN: Record<UniqueField, string> = {
-  address: "address",
-  mailAddress: "mail_address",
-  username: "username",
-};
 /** The same sign-up data: username and e-mail case-insensitively (as they are unique), names exactly. */
 const sameSignUp = (user: User, profile: Profile) =>
   sameText(user.username, profile.username) &&
   sameText(user.mailAddress, profile.mailAddress) &&
   user.name === profile.name &&
   user.surname === profile.surname;
-
-/** `lower(column) = lower(value)`: matches the case-insensitive unique indexes and uses them. */
-const sameCi = (field: UniqueField, value: string) => ({ [sql.lower(COLUMN[field])]: value.toLowerCase() });
 
 const TAKEN: [UniqueField, () => Error][] = [
   ["address", UserErrors.addressTaken],
@@ -134,16 +109,8 @@ function chainFact(fact: UserStatusChanged, arrivedAt: Date): ChainObservation {
 }
 
 export function createUserService(deps: UserServiceDeps): UserService {
+  const { users } = deps;
   const now = deps.now ?? (() => new Date());
-  const tx = <T>(work: (tx: Tx) => Promise<T>) => inTransaction(deps.em(), work, conflictOfConstraint);
-
-  function emit<D extends EventDescriptor>(t: Tx, event: D, payload: PayloadOf<D>, ctx: OpContext) {
-    return enqueue(t.sql, event, payload, {
-      schema: USERS_SCHEMA,
-      requestId: ctx.requestId,
-      ...(ctx.traceparent === undefined ? {} : { traceparent: ctx.traceparent }),
-    });
-  }
 
   /** An unverified sign-up whose link expired: it blocks nothing and is replaced by whoever needs its names. */
   const isStale = (user: User) =>
@@ -153,8 +120,12 @@ export function createUserService(deps: UserServiceDeps): UserService {
     if (caller.role !== "Admin") throw UserErrors.adminOnly();
   }
 
-  const findLocked = (t: Tx, where: object) =>
-    t.em.findOne(User, where, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  async function removeAndAnnounce(t: UserTx, user: User, ctx: OpContext): Promise<void> {
+    const { id: userId, address } = user;
+    t.remove(user);
+    await t.save();
+    await t.emit(UsersEvents.deleted, { userId, address }, ctx);
+  }
 
   /**
    * Makes `wanted` address/e-mail/username free for `self` (or a new user): another user holding one of
@@ -162,34 +133,24 @@ export function createUserService(deps: UserServiceDeps): UserService {
    * is deleted. Returns how many stale sign-ups were deleted.
    */
   async function clearWay(
-    t: Tx,
+    t: UserTx,
     self: User | undefined,
     wanted: Partial<Record<UniqueField, string>>,
     ctx: OpContext,
   ): Promise<number> {
-    const fields = (Object.keys(wanted) as UniqueField[]).filter((f) => wanted[f] !== undefined);
-    if (fields.length === 0) return 0;
-    const clashes = await t.em.find(
-      User,
-      { $or: fields.map((f) => sameCi(f, wanted[f]!)), ...(self ? { id: { $ne: self.id } } : {}) },
-      { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: "asc" } },
-    );
-    const blocking = clashes.filter((c) => !isStale(c));
+    const holders = await t.lockHolders(wanted, self?.id);
+    const blocking = holders.filter((holder) => !isStale(holder));
     for (const [field, taken] of TAKEN) {
-      if (wanted[field] !== undefined && blocking.some((c) => sameText(c[field], wanted[field])))
+      if (wanted[field] !== undefined && blocking.some((b) => sameText(b[field], wanted[field])))
         throw taken();
     }
-    for (const stale of clashes) t.em.remove(stale);
-    await t.em.flush();
-    for (const stale of clashes) {
-      await emit(t, UsersEvents.deleted, { userId: stale.id, address: stale.address }, ctx);
-    }
-    return clashes.length;
+    for (const stale of holders) await removeAndAnnounce(t, stale, ctx);
+    return holders.length;
   }
 
   /** Sets the role and records it; no event and no history when it is already that role. */
   async function changeRole(
-    t: Tx,
+    t: UserTx,
     user: User,
     role: UserRole,
     change: { changedBy: string; sourceTx: string | null },
@@ -198,16 +159,9 @@ export function createUserService(deps: UserServiceDeps): UserService {
     if (user.role === role) return;
     const previousRole = user.role as UserRole;
     user.role = role;
-    t.em.create(RoleChange, {
-      userId: user.id,
-      previousRole,
-      newRole: role,
-      changedBy: change.changedBy,
-      sourceTx: change.sourceTx,
-    });
-    await t.em.flush();
-    await emit(
-      t,
+    t.recordRoleChange({ userId: user.id, previousRole, newRole: role, ...change });
+    await t.save();
+    await t.emit(
       UsersEvents.roleChanged,
       { userId: user.id, address: user.address, role, previousRole, changedBy: change.changedBy },
       ctx,
@@ -219,13 +173,13 @@ export function createUserService(deps: UserServiceDeps): UserService {
    * source (role-precedence.ts). Null when no user has the address.
    */
   async function applyChainRole(
-    t: Tx,
+    t: UserTx,
     address: string,
     seen: ChainObservation,
     sourceTx: string | null,
     ctx: OpContext,
   ): Promise<UserAccountOut | null> {
-    const user = await findLocked(t, sameCi("address", address));
+    const user = await t.lockByAddress(address);
     if (!user) return null;
     const decision = decideChainRole(roleSourcesOf(user), seen);
     if (decision.record) {
@@ -234,7 +188,7 @@ export function createUserService(deps: UserServiceDeps): UserService {
         user.chainRoleBlock = seen.position.block;
         user.chainRoleLogIndex = seen.position.logIndex;
       }
-      await t.em.flush();
+      await t.save();
     }
     if (decision.role) await changeRole(t, user, decision.role, { changedBy: "chain", sourceTx }, ctx);
     else if (decision.record && seen.role !== user.role) {
@@ -248,22 +202,13 @@ export function createUserService(deps: UserServiceDeps): UserService {
 
   /** Deletion rules shared by deleteSelf and deleteById. */
   async function removeUser(id: number, ctx: OpContext): Promise<void> {
-    await tx(async (t) => {
-      // Every Admin row is locked first, always in id order: two admins deleting each other at the same
-      // time are serialized here (the second then sees one Admin left), and cannot deadlock.
-      const admins = await t.sql.query(
-        `SELECT id FROM ${USERS_SCHEMA}."user" WHERE role = 'Admin' ORDER BY id FOR UPDATE`,
-      );
-      const user = await findLocked(t, { id });
+    await users.transaction(async (t) => {
+      const admins = await t.lockAdmins();
+      const user = await t.lockById(id);
       if (!user) throw UserErrors.notFound();
-      if ((await t.em.count(OwnedProject, { ownerId: id, deletedAt: null })) > 0) {
-        throw UserErrors.ownsProject();
-      }
-      if (user.role === "Admin" && admins.rows.length <= 1) throw UserErrors.lastAdmin();
-      const address = user.address;
-      t.em.remove(user);
-      await t.em.flush();
-      await emit(t, UsersEvents.deleted, { userId: id, address }, ctx);
+      if (await t.ownsLiveProject(id)) throw UserErrors.ownsProject();
+      if (user.role === "Admin" && admins <= 1) throw UserErrors.lastAdmin();
+      await removeAndAnnounce(t, user, ctx);
     });
   }
 
@@ -278,11 +223,11 @@ export function createUserService(deps: UserServiceDeps): UserService {
   }
 
   return {
-    countVerified: () => deps.em().count(User, { isVerified: true }),
+    countVerified: () => users.countVerified(),
 
     async get(caller, ctx) {
       const [user, invitations] = await Promise.all([
-        deps.em().findOne(User, { id: caller.userId }),
+        users.findById(caller.userId),
         invitationsOf(caller.userId, ctx),
       ]);
       if (!user) throw UserErrors.notFound();
@@ -291,8 +236,8 @@ export function createUserService(deps: UserServiceDeps): UserService {
 
     async update(caller, changes, ctx) {
       const fields = validateProfile(changes);
-      return tx(async (t) => {
-        const user = await findLocked(t, { id: caller.userId });
+      return users.transaction(async (t) => {
+        const user = await t.lockById(caller.userId);
         if (!user) throw UserErrors.notFound();
         const emailChanged =
           fields.mailAddress !== undefined && !sameText(fields.mailAddress, user.mailAddress);
@@ -306,18 +251,17 @@ export function createUserService(deps: UserServiceDeps): UserService {
           },
           ctx,
         );
-        t.em.assign(user, fields);
+        Object.assign(user, fields);
         if (emailChanged) {
           // Unverified until the new link is followed; never "stale": an account is not a sign-up.
           user.isVerified = false;
           user.pendingUntil = null;
         }
-        await t.em.flush();
+        await t.save();
         if (emailChanged) {
-          await emit(
-            t,
+          await t.emit(
             UsersEvents.emailChanged,
-            { userId: user.id, address: user.address, mailAddress: user.mailAddress! },
+            { userId: user.id, address: user.address, mailAddress: user.mailAddress as string },
             ctx,
           );
         }
@@ -335,8 +279,7 @@ export function createUserService(deps: UserServiceDeps): UserService {
 
     async list(caller) {
       requireAdmin(caller);
-      const users = await deps.em().find(User, {}, { orderBy: { id: "asc" } });
-      return users.map((u) => toUserDto(u));
+      return (await users.listAll()).map((u) => toUserDto(u));
     },
 
     async updateRole(caller, addressInput, roleInput, ctx) {
@@ -345,8 +288,8 @@ export function createUserService(deps: UserServiceDeps): UserService {
       if (!role) throw UserErrors.invalidRole(roleInput);
       const address = parseAddress(addressInput);
       if (!address) throw UserErrors.invalidAddress();
-      return tx(async (t) => {
-        const user = await findLocked(t, sameCi("address", address));
+      return users.transaction(async (t) => {
+        const user = await t.lockByAddress(address);
         if (!user) throw UserErrors.notFound("No user has this address.");
         if (user.id === caller.userId) throw UserErrors.selfRole();
         if (user.role !== role) user.adminRoleAt = now();
@@ -362,8 +305,8 @@ export function createUserService(deps: UserServiceDeps): UserService {
       const pendingUntil = new Date(input.pendingUntil);
       if (Number.isNaN(pendingUntil.getTime())) throw UserErrors.invalidPendingUntil();
       const proof: SignUpProof = input.proof ?? "legacy";
-      return tx(async (t) => {
-        const existing = await findLocked(t, sameCi("address", address));
+      return users.transaction(async (t) => {
+        const existing = await t.lockByAddress(address);
         // A verified account, or one whose changed e-mail awaits its link (no deadline), is not a sign-up.
         if (existing && (existing.isVerified || existing.pendingUntil == null))
           throw UserErrors.addressTaken();
@@ -374,9 +317,7 @@ export function createUserService(deps: UserServiceDeps): UserService {
           if (sameSignUp(existing, profile)) return { userId: existing.id, replaced: false, resent: true };
           // Only a fresh nonce proves the key holder is asking now: it replaces a replayable legacy proof.
           if (!(existing.proof === "legacy" && proof === "nonce")) throw UserErrors.addressTaken();
-          t.em.remove(existing);
-          await t.em.flush();
-          await emit(t, UsersEvents.deleted, { userId: existing.id, address: existing.address }, ctx);
+          await removeAndAnnounce(t, existing, ctx);
           replacedPending = true;
           ctx.log.info({ userId: existing.id }, "pending legacy sign-up replaced by a nonce-proven one");
         }
@@ -387,75 +328,48 @@ export function createUserService(deps: UserServiceDeps): UserService {
           { address, mailAddress: profile.mailAddress, username: profile.username },
           ctx,
         );
-        const user = t.em.create(User, {
-          ...profile,
-          address,
-          role: "Base",
-          isVerified: false,
-          pendingUntil,
-          proof,
-        });
-        await t.em.flush();
+        const user = t.create({ ...profile, address, role: "Base", isVerified: false, pendingUntil, proof });
+        await t.save();
         return { userId: user.id, replaced: replacedPending || removed > 0, resent: false };
       });
     },
 
     async byAddress(address) {
-      const user = await deps.em().findOne(User, sameCi("address", address));
+      const user = await users.findByAddress(address);
       return user ? toUserAccount(user) : null;
     },
 
     markVerified: (userId, mailAddress) =>
-      tx(async (t) => {
-        const user = await findLocked(t, { id: userId });
+      users.transaction(async (t) => {
+        const user = await t.lockById(userId);
         if (!user) throw UserErrors.notFound();
         if (!sameText(user.mailAddress, mailAddress)) throw UserErrors.emailChangedSinceLink();
         if (!user.isVerified) {
           user.isVerified = true;
           user.pendingUntil = null;
-          await t.em.flush();
+          await t.save();
         }
         return toUserAccount(user);
       }),
 
     setChainRole: (address, role, ctx) =>
-      tx((t) => applyChainRole(t, address, { kind: "read", role }, null, ctx)),
+      users.transaction((t) => applyChainRole(t, address, { kind: "read", role }, null, ctx)),
 
     async applyChainStatus(fact, ctx) {
       const { chainId, txHash, logIndex } = fact.origin;
+      // The fact's own key, not the message id: the same fact published again is still the same fact.
       const messageKey = `${chainId}:${txHash.toLowerCase()}:${logIndex}`;
-      const outcome = await tx((t) =>
-        processOnce(
-          t.sql,
-          { consumer: "users", messageKey },
-          () => applyChainRole(t, fact.address, chainFact(fact, now()), txHash, ctx),
-          { schema: USERS_SCHEMA },
-        ),
-      );
-      if (outcome.duplicate) ctx.log.debug({ messageKey }, "chain fact already applied");
-      else if (outcome.result === null) ctx.log.debug({ messageKey }, "chain fact for an unknown address");
+      await users.transaction(async (t) => {
+        if (!(await t.claimOnce("users", messageKey))) {
+          ctx.log.debug({ messageKey }, "chain fact already applied");
+          return;
+        }
+        const applied = await applyChainRole(t, fact.address, chainFact(fact, now()), txHash, ctx);
+        if (applied === null) ctx.log.debug({ messageKey }, "chain fact for an unknown address");
+      });
     },
 
-    async recordProjectCreated(projectId, ownerId) {
-      await deps
-        .em()
-        .getConnection()
-        .execute(
-          `INSERT INTO ${USERS_SCHEMA}.owned_project (project_id, owner_id) VALUES (?, ?)
-           ON CONFLICT (project_id) DO UPDATE SET owner_id = excluded.owner_id`,
-          [projectId, ownerId],
-        );
-    },
-
-    async recordProjectDeleted(projectId) {
-      await deps
-        .em()
-        .getConnection()
-        .execute(
-          `INSERT INTO ${USERS_SCHEMA}.owned_project AS o (project_id, deleted_at) VALUES (?, now())
-           ON CONFLICT (project_id) DO UPDATE SET deleted_at = coalesce(o.deleted_at, excluded.deleted_at)`,
-          [projectId],
-        );
-    },
+    recordProjectCreated: (projectId, ownerId) => users.recordProjectCreated(projectId, ownerId),
+    recordProjectDeleted: (projectId) => users.recordProjectDeleted(projectId),
   };
 }

@@ -1,6 +1,6 @@
 import type { SqlExecutor } from "@fundraise/bus";
-import { translateDbError } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { translateDbError } from "./db-errors.ts";
 
 /** One unit of work: the entity manager of an open transaction and a SQL executor on that same transaction. */
 export interface Tx {

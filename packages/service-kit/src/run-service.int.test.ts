@@ -1,0 +1,83 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
+import { createTestVhost, type TestVhost, waitFor } from "@fundraise/bus/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { silentLogger } from "./logger.ts";
+import { SlowRpc } from "./test/fixture-rpc.ts";
+
+// The one shutdown order of every service (run-service.ts), checked on a real process and broker.
+let vhost: TestVhost;
+let client: AmqpBus;
+beforeAll(async () => {
+  vhost = await createTestVhost("run_service");
+  client = await createAmqpBus({
+    url: vhost.url,
+    service: "test-client",
+    logger: silentLogger(),
+    journal: false,
+  });
+});
+afterAll(async () => {
+  await client?.close();
+  await vhost?.dispose();
+});
+
+function startFixture(): { child: ChildProcess; output: () => string } {
+  let output = "";
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", join(import.meta.dirname, "test", "run-service-fixture.ts")],
+    {
+      env: { ...process.env, AMQP_URL: vhost.url },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  child.stdout?.on("data", (chunk) => (output += chunk));
+  child.stderr?.on("data", (chunk) => (output += chunk));
+  return { child, output: () => output };
+}
+
+const steps = (output: string) =>
+  output
+    .split("\n")
+    .filter((line) => line.startsWith("step:"))
+    .map((line) => line.slice(5));
+
+describe("runService", () => {
+  it("on SIGTERM: intake, then consumers (a running handler finishes and answers), outbox, bus, app; exit 0", async () => {
+    const { child, output } = startFixture();
+    await waitFor(() => steps(output()).includes("ready"), 30_000, "the fixture service");
+    const call = client.call(SlowRpc, { ms: 700 }, { timeoutMs: 10_000 });
+    await waitFor(() => steps(output()).includes("handler started"), 10_000, "the handler");
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    child.kill("SIGTERM");
+
+    await expect(call).resolves.toBe("done");
+    expect(await exited).toBe(0);
+    expect(steps(output())).toEqual([
+      "ready",
+      "handler started",
+      "intake",
+      "handler finished",
+      "outbox relay",
+      "app",
+    ]);
+  }, 60_000);
+
+  it("a service that cannot start logs why and exits 1", async () => {
+    let output = "";
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join(import.meta.dirname, "test", "run-service-fixture.ts")],
+      {
+        env: { ...process.env, AMQP_URL: "amqp://guest:guest@127.0.0.1:1/none" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    child.stdout?.on("data", (chunk) => (output += chunk));
+    const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
+    expect(code).toBe(1);
+    expect(steps(output)).toEqual([]);
+  }, 60_000);
+});

@@ -1,0 +1,110 @@
+import { processedMessageDdl } from "@fundraise/bus";
+import { defineEntity, p } from "@mikro-orm/core";
+import { Migration } from "@mikro-orm/migrations";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { handleOnce } from "./handle-once.ts";
+import { silentLogger } from "./logger.ts";
+import { createOrm, type Orm } from "./orm.ts";
+import { executorOf, inTransaction } from "./sql.ts";
+import { createTestDatabase, type TestDatabase } from "./testing/database.ts";
+
+// The SQL executor, the transaction helper and handleOnce that every service shares, on real Postgres.
+const Note = defineEntity({
+  name: "Note",
+  properties: { id: p.integer().primary().autoincrement(), text: p.string() },
+});
+
+class Migration1_notes extends Migration {
+  override async up(): Promise<void> {
+    this.addSql(`create table "note" ("id" serial primary key, "text" text not null unique)`);
+    this.addSql(processedMessageDdl("kit"));
+  }
+}
+
+let db: TestDatabase;
+let orm: Orm;
+const log = silentLogger();
+beforeAll(async () => {
+  db = await createTestDatabase("kit_sql");
+  orm = await createOrm({
+    url: db.url,
+    schema: "kit",
+    entities: [Note],
+    migrations: [{ name: "Migration1_notes", class: Migration1_notes }],
+    log,
+  });
+});
+afterAll(async () => {
+  await orm?.close();
+  await db?.dispose();
+});
+
+const count = async () => orm.em.fork().count(Note, {});
+
+describe("executorOf and inTransaction", () => {
+  it("runs SQL in the entity manager's transaction: a rollback takes both the entity and the raw row", async () => {
+    const before = await count();
+    await expect(
+      inTransaction(orm.em.fork(), async ({ em, sql }) => {
+        em.create(Note, { text: "via the unit of work" });
+        await em.flush();
+        await sql.query(`insert into kit.note (text) values ($1)`, ["via SQL"]);
+        throw new Error("abort");
+      }),
+    ).rejects.toThrow("abort");
+    expect(await count()).toBe(before);
+  });
+
+  it("refuses placeholders out of order, which `?` substitution would bind wrongly", async () => {
+    const sql = executorOf(orm.em.fork());
+    await expect(sql.query("select $2::int, $1::int", [1, 2])).rejects.toThrow(/in order/);
+    expect((await sql.query("select $1::int as a, $2::int as b", [1, 2])).rows).toEqual([{ a: 1, b: 2 }]);
+  });
+
+  it("turns a unique violation into the conflict named for its constraint", async () => {
+    await inTransaction(orm.em.fork(), async ({ em }) => void em.create(Note, { text: "taken" }));
+    const error = await inTransaction(
+      orm.em.fork(),
+      async ({ em }) => void em.create(Note, { text: "taken" }),
+      () => ({ code: "NOTE_TAKEN", message: "That note exists." }),
+    ).catch((e: unknown) => e);
+    expect(error).toMatchObject({ kind: "conflict", code: "NOTE_TAKEN", message: "That note exists." });
+  });
+});
+
+describe("handleOnce", () => {
+  const ctx = (messageId: string) => ({ messageId, log });
+  const claim = { schema: "kit", consumer: "kit.test" };
+
+  it("runs a message's work once; the duplicate does nothing", async () => {
+    let runs = 0;
+    const work = async () => {
+      runs += 1;
+    };
+    expect(await handleOnce(orm.em.fork(), claim, ctx("m-1"), work)).toBe(true);
+    expect(await handleOnce(orm.em.fork(), claim, ctx("m-1"), work)).toBe(false);
+    expect(runs).toBe(1);
+  });
+
+  it("a failure rolls back the claim with the work, so the retry runs it", async () => {
+    const before = await count();
+    const failing = handleOnce(orm.em.fork(), claim, ctx("m-2"), async (em) => {
+      em.create(Note, { text: "half done" });
+      await em.flush();
+      throw new Error("crash");
+    });
+    await expect(failing).rejects.toThrow("crash");
+    expect(await count()).toBe(before);
+    const retried = await handleOnce(orm.em.fork(), claim, ctx("m-2"), async (em) => {
+      em.create(Note, { text: "done" });
+    });
+    expect(retried).toBe(true);
+    expect(await count()).toBe(before + 1);
+  });
+
+  it("a business key makes the same fact under another message id a duplicate", async () => {
+    const keyed = { ...claim, key: "31337:0xabc:0" };
+    expect(await handleOnce(orm.em.fork(), keyed, ctx("m-3"), async () => undefined)).toBe(true);
+    expect(await handleOnce(orm.em.fork(), keyed, ctx("m-4"), async () => undefined)).toBe(false);
+  });
+});

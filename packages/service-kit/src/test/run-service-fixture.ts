@@ -1,0 +1,35 @@
+/**
+ * A service run by `runService`, for run-service.int.test.ts: it serves one RPC whose handler takes a while,
+ * and writes each shutdown step to stdout as it happens. AMQP_URL comes from the test.
+ */
+import { runService } from "../run-service.ts";
+import { SlowRpc } from "./fixture-rpc.ts";
+
+const step = (name: string) => {
+  process.stdout.write(`step:${name}\n`);
+};
+
+await runService({
+  name: "fixture",
+  loadConfig: () => ({
+    amqp: { url: process.env.AMQP_URL as string, prefetch: 4, journal: false, connectTimeoutMs: 2_000 },
+    log: { level: "silent" },
+  }),
+  async start({ bus }) {
+    await bus.serve(SlowRpc, async ({ ms }) => {
+      step("handler started");
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      step("handler finished");
+      return "done" as const;
+    });
+    step("ready");
+    return {
+      closeIntake: async () => step("intake"),
+      outbox: {
+        relay: { runOnce: async () => 0, start: () => undefined, stop: async () => undefined },
+        stop: async () => step("outbox relay"),
+      },
+      stop: async () => step("app"),
+    };
+  },
+});

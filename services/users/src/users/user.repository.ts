@@ -1,0 +1,136 @@
+import { claimMessage, enqueue, type TraceContext } from "@fundraise/bus";
+import type { EventDescriptor, PayloadOf, UserRole } from "@fundraise/protocol";
+import { inTransaction, type Tx } from "@fundraise/service-kit";
+import { LockMode, sql } from "@mikro-orm/core";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { OwnedProject } from "./owned-project.entity.ts";
+import { RoleChange } from "./role-change.entity.ts";
+import { User } from "./user.entity.ts";
+import { conflictOfConstraint } from "./user.errors.ts";
+
+/** The database schema this service owns; the outbox and processed_message tables live in it too. */
+export const USERS_SCHEMA = "users";
+
+export type UniqueField = "address" | "mailAddress" | "username";
+const COLUMN: Record<UniqueField, string> = {
+  address: "address",
+  mailAddress: "mail_address",
+  username: "username",
+};
+
+/** `lower(column) = lower(value)`: matches the case-insensitive unique indexes and uses them. */
+const sameCi = (field: UniqueField, value: string) => ({ [sql.lower(COLUMN[field])]: value.toLowerCase() });
+
+export type NewUserRow = Pick<
+  User,
+  "name" | "surname" | "username" | "address" | "role" | "isVerified" | "pendingUntil" | "proof"
+> & { mailAddress: string };
+
+/**
+ * The users service's data access: every query and lock, no rules. Reads outside a transaction see
+ * committed rows; `transaction` gives the use cases a unit of work whose rows stay locked until it ends
+ * and whose events are written to the outbox in the same transaction.
+ */
+export interface UserRepository {
+  transaction<T>(work: (tx: UserTx) => Promise<T>): Promise<T>;
+  countVerified(): Promise<number>;
+  findById(id: number): Promise<User | null>;
+  findByAddress(address: string): Promise<User | null>;
+  listAll(): Promise<User[]>;
+  /** Project ownership from the projects service's events (idempotent, order-independent). */
+  recordProjectCreated(projectId: number, ownerId: number): Promise<void>;
+  recordProjectDeleted(projectId: number): Promise<void>;
+}
+
+/** One transaction: changes to the users it returns are written by `save`, and commit with its events. */
+export interface UserTx {
+  lockById(id: number): Promise<User | null>;
+  lockByAddress(address: string): Promise<User | null>;
+  /** Users other than `exceptId` holding any of `wanted` (case-insensitively), locked in id order. */
+  lockHolders(wanted: Partial<Record<UniqueField, string>>, exceptId?: number): Promise<User[]>;
+  /**
+   * Locks every Admin row, always in id order, and answers how many there are: two admins deleting each
+   * other at once are serialized here (the second then sees one Admin left), and cannot deadlock.
+   */
+  lockAdmins(): Promise<number>;
+  ownsLiveProject(userId: number): Promise<boolean>;
+  create(row: NewUserRow): User;
+  remove(user: User): void;
+  recordRoleChange(change: {
+    userId: number;
+    previousRole: UserRole;
+    newRole: UserRole;
+    changedBy: string;
+    sourceTx: string | null;
+  }): void;
+  /** Writes pending changes (ids of created users are known after it). */
+  save(): Promise<void>;
+  /** Queues an event in the outbox, in this transaction: published after commit, never on rollback. */
+  emit<D extends EventDescriptor>(event: D, payload: PayloadOf<D>, ctx: TraceContext): Promise<void>;
+  /** Claims a message for a consumer once: false when it was handled before (see handleOnce). */
+  claimOnce(consumer: string, messageKey: string): Promise<boolean>;
+}
+
+export function createUserRepository(em: () => EntityManager): UserRepository {
+  const txOf = ({ em: t, sql: executor }: Tx): UserTx => {
+    const lockOne = (where: object) => t.findOne(User, where, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    return {
+      lockById: (id) => lockOne({ id }),
+      lockByAddress: (address) => lockOne(sameCi("address", address)),
+      async lockHolders(wanted, exceptId) {
+        const fields = (Object.keys(wanted) as UniqueField[]).filter((f) => wanted[f] !== undefined);
+        if (fields.length === 0) return [];
+        return t.find(
+          User,
+          {
+            $or: fields.map((f) => sameCi(f, wanted[f] as string)),
+            ...(exceptId === undefined ? {} : { id: { $ne: exceptId } }),
+          },
+          { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: "asc" } },
+        );
+      },
+      async lockAdmins() {
+        const { rows } = await executor.query(
+          `SELECT id FROM ${USERS_SCHEMA}."user" WHERE role = 'Admin' ORDER BY id FOR UPDATE`,
+        );
+        return rows.length;
+      },
+      ownsLiveProject: async (userId) =>
+        (await t.count(OwnedProject, { ownerId: userId, deletedAt: null })) > 0,
+      create: (row) => t.create(User, row),
+      remove: (user) => t.remove(user),
+      recordRoleChange: (change) => void t.create(RoleChange, change),
+      save: () => t.flush(),
+      async emit(event, payload, ctx) {
+        await enqueue(executor, event, payload, { schema: USERS_SCHEMA, context: ctx });
+      },
+      claimOnce: (consumer, messageKey) => claimMessage(executor, { consumer, messageKey }, USERS_SCHEMA),
+    };
+  };
+
+  const execute = (query: string, params: unknown[]) =>
+    em()
+      .getConnection()
+      .execute(query, params)
+      .then(() => undefined);
+
+  return {
+    transaction: (work) => inTransaction(em(), (tx) => work(txOf(tx)), conflictOfConstraint),
+    countVerified: () => em().count(User, { isVerified: true }),
+    findById: (id) => em().findOne(User, { id }),
+    findByAddress: (address) => em().findOne(User, sameCi("address", address)),
+    listAll: () => em().find(User, {}, { orderBy: { id: "asc" } }),
+    recordProjectCreated: (projectId, ownerId) =>
+      execute(
+        `INSERT INTO ${USERS_SCHEMA}.owned_project (project_id, owner_id) VALUES (?, ?)
+         ON CONFLICT (project_id) DO UPDATE SET owner_id = excluded.owner_id`,
+        [projectId, ownerId],
+      ),
+    recordProjectDeleted: (projectId) =>
+      execute(
+        `INSERT INTO ${USERS_SCHEMA}.owned_project AS o (project_id, deleted_at) VALUES (?, now())
+         ON CONFLICT (project_id) DO UPDATE SET deleted_at = coalesce(o.deleted_at, excluded.deleted_at)`,
+        [projectId],
+      ),
+  };
+}
