@@ -11,15 +11,18 @@ import { createTokenIssuer } from "./keys/token-issuer.ts";
 import { createMailer } from "./mail/mailer.ts";
 import { serveAuthRpc } from "./rpc/index.ts";
 import { createSessionStore } from "./sessions/session-store.ts";
-import { type AuthService, createAuthService } from "./sign-in/auth.service.ts";
 import { createNonceStore } from "./sign-in/nonce-store.ts";
 import { createRateLimiter } from "./sign-in/rate-limiter.ts";
+import { createSignInService, type SignInService } from "./sign-in/sign-in.service.ts";
+import { EmailVerification } from "./sign-up/email-verification.entity.ts";
+import { createSignUpService, type SignUpService } from "./sign-up/sign-up.service.ts";
+import { pruneVerifications } from "./sign-up/verification.repository.ts";
+import { createSignedMessageVerifier } from "./signatures/signed-message.ts";
 import { authSubscribers, subscribeAuth } from "./subscribers/index.ts";
-import { EmailVerification } from "./verification/email-verification.entity.ts";
-import { pruneVerifications } from "./verification/verification.repository.ts";
 
 export interface AuthApp extends ServiceApp {
-  auth: AuthService;
+  signIn: SignInService;
+  signUp: SignUpService;
   keys: KeyStore;
   /** The event handlers, also reachable without the bus (tests drive duplicates through them). */
   subscribers: ReturnType<typeof authSubscribers>;
@@ -91,14 +94,27 @@ export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus:
       tokenTtlSeconds: config.jwt.ttlSeconds,
       em,
     });
-    const auth = createAuthService({
+    // Login and register check signed messages (legacy texts, EIP-4361, EIP-1271) and consume nonces alike.
+    const nonces = createNonceStore(redis, config.redis.prefix, {
+      ttlSeconds: config.signIn.nonceTtlSeconds,
+      maxPerAddress: config.signIn.noncesPerAddress,
+    });
+    const verifySignedMessage = createSignedMessageVerifier({
+      nonces,
+      chain,
+      settings: {
+        publicBaseUrl: config.publicBaseUrl,
+        siweDomain: config.signIn.siweDomain,
+        nonceTtlSeconds: config.signIn.nonceTtlSeconds,
+        clockSkewSeconds: config.signIn.clockSkewSeconds,
+        legacyMessages: config.signIn.legacyMessages,
+      },
+    });
+    const rateLimiter = createRateLimiter(redis, config.redis.prefix);
+    const signIn = createSignInService({
       bus,
-      em,
-      nonces: createNonceStore(redis, config.redis.prefix, {
-        ttlSeconds: config.signIn.nonceTtlSeconds,
-        maxPerAddress: config.signIn.noncesPerAddress,
-      }),
-      rateLimiter: createRateLimiter(redis, config.redis.prefix),
+      nonces,
+      rateLimiter,
       chain,
       tokens: createTokenIssuer({
         keys,
@@ -107,28 +123,31 @@ export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus:
         ttlSeconds: config.jwt.ttlSeconds,
       }),
       sessions,
+      verifySignedMessage,
+      limits: config.rateLimits,
+    });
+    const signUp = createSignUpService({
+      bus,
+      em,
+      rateLimiter,
       mailer,
-      log,
+      verifySignedMessage,
       settings: {
         publicBaseUrl: config.publicBaseUrl,
-        siweDomain: config.signIn.siweDomain,
-        nonceTtlSeconds: config.signIn.nonceTtlSeconds,
-        clockSkewSeconds: config.signIn.clockSkewSeconds,
-        legacyMessages: config.signIn.legacyMessages,
         verificationTtlHours: config.verification.ttlHours,
-        rateLimits: config.rateLimits,
+        limits: config.rateLimits,
       },
     });
     const subscribers = authSubscribers({
       em,
       sessions,
-      auth,
+      signUp,
       verificationTtlHours: config.verification.ttlHours,
     });
-    await serveAuthRpc(bus, auth, keys, sessions);
+    await serveAuthRpc(bus, { signIn, signUp, keys, sessions });
     await subscribeAuth(bus, subscribers);
     log.info({ chainId: deployment.chainId, registry: deployment.registry }, "auth service ready");
-    return { auth, keys, subscribers, outbox, stop: close };
+    return { signIn, signUp, keys, subscribers, outbox, stop: close };
   } catch (error) {
     await close();
     throw error;

@@ -51,7 +51,8 @@ export const AuthEnv = {
     default: 7200,
     minimum: 5,
     maximum: 604_800,
-    description: "lifetime of an access token (seconds); under 60 only for tests (expiry on a running system)",
+    description:
+      "lifetime of an access token (seconds); under 60 only for tests (expiry on a running system)",
   }),
   VERIFICATION_TTL_HOURS: Type.Number({
     default: 24,

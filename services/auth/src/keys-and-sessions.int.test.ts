@@ -4,7 +4,7 @@ import { waitFor } from "@fundraise/bus/testing";
 import { AuthRpc, UsersEvents, UsersRpc } from "@fundraise/protocol";
 import { silentLogger } from "@fundraise/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { VERIFIED_MESSAGE } from "./sign-in/auth.service.ts";
+import { VERIFIED_MESSAGE } from "./sign-up/sign-up.service.ts";
 import {
   failureOf,
   type Harness,

@@ -5,7 +5,8 @@ import { AuthRpc } from "@fundraise/protocol";
 import { simpleParser } from "mailparser";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LOGIN_FAILED_MESSAGE, VERIFIED_MESSAGE } from "./sign-in/auth.service.ts";
+import { LOGIN_FAILED_MESSAGE } from "./sign-in/sign-in.service.ts";
+import { VERIFIED_MESSAGE } from "./sign-up/sign-up.service.ts";
 import {
   failureOf,
   type Harness,

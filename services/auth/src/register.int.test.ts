@@ -3,7 +3,7 @@ import { waitFor } from "@fundraise/bus/testing";
 import { AuthEvents, AuthRpc, type PayloadOf, UsersRpc } from "@fundraise/protocol";
 import type { HDNodeWallet } from "ethers";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { LINK_EXPIRED_MESSAGE, MAIL_NOT_SENT_MESSAGE, VERIFIED_MESSAGE } from "./sign-in/auth.service.ts";
+import { LINK_EXPIRED_MESSAGE, MAIL_NOT_SENT_MESSAGE, VERIFIED_MESSAGE } from "./sign-up/sign-up.service.ts";
 import {
   failureOf,
   type Harness,

@@ -2,7 +2,7 @@ import { registryAt, UserStatus, waitForReceipt } from "@fundraise/contracts";
 import { AuthRpc, UsersRpc } from "@fundraise/protocol";
 import type { HDNodeWallet } from "ethers";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { LOGIN_FAILED_MESSAGE } from "./sign-in/auth.service.ts";
+import { LOGIN_FAILED_MESSAGE } from "./sign-in/sign-in.service.ts";
 import { deployContractWallet } from "./test/contract-wallet.ts";
 import {
   failureOf,

@@ -2,20 +2,24 @@ import type { Bus } from "@fundraise/bus";
 import { AuthRpc } from "@fundraise/protocol";
 import type { KeyStore } from "../keys/key-store.ts";
 import type { SessionStore } from "../sessions/session-store.ts";
-import type { AuthService } from "../sign-in/auth.service.ts";
+import type { SignInService } from "../sign-in/sign-in.service.ts";
+import type { SignUpService } from "../sign-up/sign-up.service.ts";
 
 /** The auth service's RPC surface: each descriptor straight to its use case. */
 export async function serveAuthRpc(
   bus: Bus,
-  auth: AuthService,
-  keys: KeyStore,
-  sessions: SessionStore,
+  {
+    signIn,
+    signUp,
+    keys,
+    sessions,
+  }: { signIn: SignInService; signUp: SignUpService; keys: KeyStore; sessions: SessionStore },
 ): Promise<void> {
   // Same answer shape whether the address is registered or not.
-  await bus.serve(AuthRpc.nonce, ({ address, origin }) => auth.issueNonce(address, origin));
-  await bus.serve(AuthRpc.login, ({ login, origin }, ctx) => auth.login(login, origin, ctx));
-  await bus.serve(AuthRpc.register, ({ register, origin }, ctx) => auth.register(register, origin, ctx));
-  await bus.serve(AuthRpc.verifyEmail, ({ email, token }, ctx) => auth.verifyEmail(email, token, ctx));
+  await bus.serve(AuthRpc.nonce, ({ address, origin }) => signIn.issueNonce(address, origin));
+  await bus.serve(AuthRpc.login, ({ login, origin }, ctx) => signIn.login(login, origin, ctx));
+  await bus.serve(AuthRpc.register, ({ register, origin }, ctx) => signUp.register(register, origin, ctx));
+  await bus.serve(AuthRpc.verifyEmail, ({ email, token }, ctx) => signUp.verifyEmail(email, token, ctx));
   // Every public key that may still verify a live token.
   await bus.serve(AuthRpc.jwks, () => keys.jwks());
   // The gateway found no session hash in Redis (Redis lost it).

@@ -6,7 +6,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrations } from "../db/migrations/index.ts";
 import { SigningKey } from "../keys/signing-key.entity.ts";
-import { EmailVerification } from "../verification/email-verification.entity.ts";
+import { EmailVerification } from "../sign-up/email-verification.entity.ts";
 import { createSessionStore, type SessionStore } from "./session-store.ts";
 
 // Revocation survives Redis (behaviour.md §7): Postgres keeps the session state, Redis is rebuilt from it.

@@ -2,7 +2,7 @@ import type { Bus } from "@fundraise/bus";
 import { UsersEvents } from "@fundraise/protocol";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { SessionStore } from "../sessions/session-store.ts";
-import type { AuthService } from "../sign-in/auth.service.ts";
+import type { SignUpService } from "../sign-up/sign-up.service.ts";
 import { CONSUMER } from "./consumer.ts";
 import { onUserDeleted } from "./user-deleted.ts";
 import { onUserEmailChanged } from "./user-email-changed.ts";
@@ -11,7 +11,7 @@ import { onUserRoleChanged } from "./user-role-changed.ts";
 export interface SubscriberDeps {
   em: () => EntityManager;
   sessions: SessionStore;
-  auth: AuthService;
+  signUp: SignUpService;
   verificationTtlHours: number;
 }
 

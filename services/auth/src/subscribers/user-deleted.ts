@@ -3,7 +3,7 @@ import { UsersEvents } from "@fundraise/protocol";
 import { handleOnce } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { SessionStore } from "../sessions/session-store.ts";
-import { deleteVerificationsOf } from "../verification/verification.repository.ts";
+import { deleteVerificationsOf } from "../sign-up/verification.repository.ts";
 import { claimFor } from "./consumer.ts";
 
 /** A deleted user's tokens stop working at once (revokedBefore = now, role dropped); their links go too. */

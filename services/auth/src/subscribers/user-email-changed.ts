@@ -2,7 +2,7 @@ import type { EventHandler } from "@fundraise/bus";
 import { UsersEvents } from "@fundraise/protocol";
 import { handleOnce } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import type { AuthService } from "../sign-in/auth.service.ts";
+import type { SignUpService } from "../sign-up/sign-up.service.ts";
 import { claimFor } from "./consumer.ts";
 
 /**
@@ -12,12 +12,12 @@ import { claimFor } from "./consumer.ts";
 export const onUserEmailChanged =
   (deps: {
     em: () => EntityManager;
-    auth: AuthService;
+    signUp: SignUpService;
     verificationTtlHours: number;
   }): EventHandler<typeof UsersEvents.emailChanged> =>
   async (payload, ctx) => {
     await handleOnce(deps.em(), claimFor(UsersEvents.emailChanged), ctx, async (em) => {
-      await deps.auth.sendVerification(em, {
+      await deps.signUp.sendVerification(em, {
         userId: payload.userId,
         mailAddress: payload.mailAddress,
         reason: "email-changed",

@@ -1,0 +1,144 @@
+import type { Bus, RequestContext } from "@fundraise/bus";
+import {
+  type AuthRpc,
+  ErrorCode,
+  errors,
+  type RequestOf,
+  type UserAccount,
+  UsersRpc,
+} from "@fundraise/protocol";
+import type { Static } from "typebox";
+import type { ChainReader } from "../chain/chain.ts";
+import type { TokenIssuer } from "../keys/token-issuer.ts";
+import type { SessionStore } from "../sessions/session-store.ts";
+import { refusal, type VerifySignedMessage } from "../signatures/signed-message.ts";
+import { requireAddress } from "./input.ts";
+import type { NonceStore } from "./nonce-store.ts";
+import { ipAddressSubject, ipSubject, type RateLimiter } from "./rate-limiter.ts";
+
+type Account = Static<typeof UserAccount>;
+type LoginRequest = RequestOf<typeof AuthRpc.login>["login"];
+/** Where a call came from (the gateway's client IP): rate limits count per IP and per IP + address. */
+export type Origin = RequestOf<typeof AuthRpc.login>["origin"];
+
+export { LOGIN_FAILED_MESSAGE } from "../signatures/signed-message.ts";
+export const NOT_VERIFIED_MESSAGE = "Verify your e-mail first.";
+
+/** Sign-in (behaviour.md §2, §7): nonces, and a signed nonce exchanged for a token. */
+export interface SignInService {
+  issueNonce(address: string, origin: Origin): Promise<number>;
+  login(request: LoginRequest, origin: Origin, ctx: RequestContext): Promise<string>;
+}
+
+export interface SignInServiceDeps {
+  bus: Pick<Bus, "call">;
+  nonces: NonceStore;
+  rateLimiter: RateLimiter;
+  chain: ChainReader;
+  tokens: TokenIssuer;
+  sessions: SessionStore;
+  verifySignedMessage: VerifySignedMessage;
+  limits: {
+    noncePerIpPerMinute: number;
+    noncePerIpAddressPerMinute: number;
+    loginFailuresPerIpPerMinute: number;
+    loginFailuresPerIpAddressPerMinute: number;
+  };
+}
+
+export function createSignInService(deps: SignInServiceDeps): SignInService {
+  const { bus, nonces, rateLimiter, chain, tokens, sessions, verifySignedMessage, limits } = deps;
+
+  /**
+   * Reads the chain role and tells the users service when the chain changed since it last saw it; the
+   * users service decides whether the chain's change or an admin's is newer (behaviour.md §7).
+   */
+  async function refreshRole(account: Account, ctx: RequestContext): Promise<Account | null> {
+    const role = await chain.roleOf(account.address);
+    if (role === account.chainRole) return account;
+    const current = await bus.call(UsersRpc.setChainRole, { address: account.address, role }, ctx);
+    if (current && current.role !== account.role) {
+      ctx.log.info(
+        { userId: account.id, from: account.role, to: current.role },
+        "role refreshed from the chain at login",
+      );
+    }
+    return current;
+  }
+
+  return {
+    async issueNonce(address, origin) {
+      const checked = requireAddress(address);
+      await rateLimiter.hit([
+        {
+          action: "nonce",
+          subject: ipSubject(origin.ip),
+          limit: limits.noncePerIpPerMinute,
+          windowSeconds: 60,
+        },
+        {
+          action: "nonce",
+          subject: ipAddressSubject(origin.ip, checked),
+          limit: limits.noncePerIpAddressPerMinute,
+          windowSeconds: 60,
+        },
+      ]);
+      return nonces.issue(checked, origin.ip);
+    },
+
+    async login(request, origin, ctx) {
+      // The address (the request's, or a SIWE message's when the request names none), the nonce the
+      // signature proves, consumed (the existing web client sends only the signature of `LOGIN: <nonce>`).
+      const { address, limited: attempt } = await verifySignedMessage({
+        purpose: "login",
+        address: request.address,
+        signedMessage: request.signedMessage,
+        message: request.message,
+        log: ctx.log,
+        // Failed sign-ins are limited per client IP and per IP + address, never per address alone: anyone
+        // could otherwise lock an address's owner out (behaviour.md §7). A success is taken back below.
+        limit: (claimed) =>
+          rateLimiter.hit([
+            {
+              action: "login",
+              subject: ipSubject(origin.ip),
+              limit: limits.loginFailuresPerIpPerMinute,
+              windowSeconds: 60,
+            },
+            {
+              action: "login",
+              subject: ipAddressSubject(origin.ip, claimed),
+              limit: limits.loginFailuresPerIpAddressPerMinute,
+              windowSeconds: 60,
+            },
+          ]),
+      });
+      const refuse = (reason: string) => refusal("login", ctx.log, reason, address);
+
+      const account = await bus.call(UsersRpc.byAddress, { address }, ctx);
+      if (!account) throw refuse("unknown address");
+      if (!account.isVerified) throw errors.forbidden(ErrorCode.EMAIL_NOT_VERIFIED, NOT_VERIFIED_MESSAGE);
+      const current = await refreshRole(account, ctx);
+      if (!current) throw refuse("user removed during sign-in");
+      // The gateway prefers the session's role to the claim: it must be this one before the token is out.
+      let revokedBefore: number | null;
+      try {
+        revokedBefore = await sessions.setRole(current.id, current.role);
+      } catch (cause) {
+        throw errors.unavailable(
+          ErrorCode.SERVICE_UNAVAILABLE,
+          "Sign-in is unavailable right now; try again.",
+          {
+            cause,
+          },
+        );
+      }
+      // Revocation rounds up to the next second: a token of this second must not be dated before it.
+      const { token } = await tokens.issue(current, { notBefore: revokedBefore ?? 0 });
+      // A sign-in that succeeded is not a failure: it does not count against the limits.
+      await attempt.refund();
+      ctx.log.info({ userId: current.id, role: current.role }, "signed in");
+      return token;
+    },
+  };
+}
