@@ -1,22 +1,47 @@
 import { createAmqpBus } from "@fundraise/bus";
+import { waitFor } from "@fundraise/bus/testing";
 import { ADMIN_ROLE, confirm, createProvider, registryAt } from "@fundraise/contracts";
 import { ChainEvents } from "@fundraise/protocol";
 import { silentLogger } from "@fundraise/service-kit";
 import { Wallet } from "ethers";
 import { createRemoteJWKSet, jwtVerify } from "jose";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { deployContractWallet } from "../services/auth/src/test/contract-wallet.ts";
-import { createClient } from "./client.ts";
-import { type System, startSystem } from "./system.ts";
+import { type Answer, createClient } from "./client.ts";
+import { type SharedSystem, sharedSystem } from "./shared.ts";
 
 // Sign-up and sign-in as a user does it, across users, auth and the gateway as separate processes,
-// with real wallets, a real chain and a real SMTP server.
-let sys: System;
+// with real wallets, a real chain and a real SMTP server. The shared system's gateway believes
+// X-Forwarded-For, so a test can call as several clients (per-IP limits).
+let sys: SharedSystem;
 beforeAll(async () => {
-  // The gateway believes X-Forwarded-For here, so a test can call as several clients (per-IP limits).
-  sys = await startSystem({ env: { TRUST_PROXY: "true" } });
+  sys = await sharedSystem();
 });
-afterAll(() => sys?.stop());
+
+/** The registry as this file's chain account (an admin of it) uses it. */
+const chainAccount = () => new Wallet(sys.chainAdminKey, createProvider(sys.anvil.url, sys.anvil.chainId));
+
+/** Login's one answer for an unknown address, a missing, used or expired nonce and a bad signature. */
+const SIGN_IN_REFUSED = {
+  data: null,
+  success: false,
+  message: "Sign-in failed: the address, nonce or signature is not valid.",
+};
+/** Login's answer for a right signature of a user who has not followed the mailed link yet. */
+const NOT_VERIFIED = "Verify your e-mail first.";
+/** The answer's message for a token issued before its user was deleted or its role changed by an admin. */
+const TOKEN_REVOKED = "This token is no longer valid; sign in again.";
+
+/** The headers of an answer but those that differ per response. */
+const comparableHeaders = (res: Answer) =>
+  Object.fromEntries(
+    [...res.headers].filter(
+      ([name]) =>
+        !["date", "x-request-id", "x-ratelimit-remaining", "x-ratelimit-reset", "content-length"].includes(
+          name,
+        ),
+    ),
+  );
 
 const { api, newWallet, register, verifyFromMail, login, siweMessage, signedUpUser, tokenOf } = createClient(
   () => sys,
@@ -57,10 +82,7 @@ describe("sign-up and sign-in with a wallet", () => {
 
   it("signs up and in with a contract wallet (EIP-1271), its owner signing", async () => {
     const owner = newWallet();
-    const deployer = new Wallet(
-      sys.anvil.accounts[1] as string,
-      createProvider(sys.anvil.url, sys.anvil.chainId),
-    );
+    const deployer = chainAccount();
     const walletAddress = await deployContractWallet(deployer, deployer.provider as never, owner.address);
     const username = `safe${Date.now().toString(36)}`;
     const mailAddress = `${username}@example.org`;
@@ -94,11 +116,7 @@ describe("sign-up and sign-in with a wallet", () => {
 
   it("takes the role from the chain at login", async () => {
     const { wallet } = await signedUpUser();
-    const admin = new Wallet(
-      sys.anvil.accounts[0] as string,
-      createProvider(sys.anvil.url, sys.anvil.chainId),
-    );
-    const registry = registryAt(sys.deployment.registry, admin);
+    const registry = registryAt(sys.deployment.registry, chainAccount());
     await confirm(registry.getFunction("editUserStatus")(wallet.address, 1));
     const token = await tokenOf(wallet);
     const claims = JSON.parse(Buffer.from(token.split(".")[1] as string, "base64url").toString());
@@ -111,7 +129,7 @@ describe("sign-up and sign-in with a wallet", () => {
     expect((await register(wallet)).res.status).toBe(201);
     const res = await login(wallet);
     expect(res.status).toBe(403);
-    expect(res.body.success).toBe(false);
+    expect(res.body).toEqual({ data: null, success: false, message: NOT_VERIFIED });
   });
 });
 
@@ -120,8 +138,14 @@ describe("attacks are refused", () => {
     const { wallet } = await signedUpUser();
     const nonce = (await api("GET", `/Authentication/GetNonce/${wallet.address}`)).body.data;
     const body = { address: wallet.address, signedMessage: await wallet.signMessage(`LOGIN: ${nonce}`) };
-    expect((await api("POST", "/Authentication/Login", { body })).status).toBe(200);
-    expect((await api("POST", "/Authentication/Login", { body })).status).toBe(401);
+    const first = await api("POST", "/Authentication/Login", { body });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body).toMatchObject({ success: true, message: null });
+    // A token that works: the replay below is refused for the nonce, not because sign-in was broken.
+    expect((await api("GET", "/user/get", { token: first.body.data as string })).status).toBe(200);
+    const replayed = await api("POST", "/Authentication/Login", { body });
+    expect(replayed.status).toBe(401);
+    expect(replayed.body).toEqual(SIGN_IN_REFUSED);
   });
 
   it("a signature of another address", async () => {
@@ -132,6 +156,36 @@ describe("attacks are refused", () => {
       body: { address: wallet.address, signedMessage: await other.signMessage(`LOGIN: ${nonce}`) },
     });
     expect(res.status).toBe(401);
+    // The same answer as for a replayed nonce or an unknown address: it does not say which (behaviour.md §2).
+    expect(res.body).toEqual(SIGN_IN_REFUSED);
+  });
+
+  it("an unknown address, with the same answer as a bad signature", async () => {
+    const stranger = newWallet();
+    const res = await login(stranger);
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual(SIGN_IN_REFUSED);
+  });
+
+  it("no enumeration: GetNonce answers a registered and an unregistered address alike", async () => {
+    const { wallet } = await signedUpUser();
+    const stranger = newWallet();
+    const registered = await api("GET", `/Authentication/GetNonce/${wallet.address}`);
+    const unregistered = await api("GET", `/Authentication/GetNonce/${stranger.address}`);
+    for (const res of [registered, unregistered]) {
+      expect(res.status).toBe(200);
+      expect(Object.keys(res.body).sort()).toEqual(["data", "message", "success"]);
+      expect(res.body).toMatchObject({ success: true, message: null });
+      // A fresh random nonce, a non-negative 32-bit int of 8 to 10 digits.
+      expect(String(res.body.data)).toMatch(/^[1-9][0-9]{7,9}$/);
+      expect(res.body.data as number).toBeLessThan(2 ** 31);
+      expect(res.headers.get("cache-control")).toBe("no-store");
+      expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    }
+    expect(registered.body.data).not.toBe(unregistered.body.data);
+    // Every header alike but those that differ per response (time, request id, rate-limit counters, and
+    // the length, as a nonce has 8 to 10 digits).
+    expect(comparableHeaders(unregistered)).toEqual(comparableHeaders(registered));
   });
 
   it("`alg: none`, a tampered role claim and a token of another key", async () => {
@@ -145,7 +199,9 @@ describe("attacks are refused", () => {
     const { createTestSigner } = await import("../services/gateway/src/test/harness.ts");
     const foreign = await (await createTestSigner()).sign({ userId: Number(claims.sub), role: "Admin" });
     for (const bad of [none, tampered, foreign]) {
-      expect((await api("GET", "/user/getall", { token: bad })).status).toBe(401);
+      const res = await api("GET", "/user/getall", { token: bad });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ data: null, success: false, message: "The token is not valid." });
     }
   });
 
@@ -153,22 +209,24 @@ describe("attacks are refused", () => {
     const { wallet } = await signedUpUser();
     const token = await tokenOf(wallet);
     expect((await api("DELETE", "/user/delete", { token })).status).toBe(200);
-    const until = Date.now() + 10_000;
-    let status = 0;
-    while (Date.now() < until && status !== 401) {
-      status = (await api("GET", "/user/get", { token })).status;
-      if (status !== 401) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(status).toBe(401);
+    // The revocation travels as an event from users to auth: wait for it, bounded. (Until it arrives the
+    // token still passes the gateway, and the users service answers 404 for the deleted user.)
+    let last: Answer | undefined;
+    await waitFor(
+      async () => {
+        last = await api("GET", "/user/get", { token });
+        return last.status === 401;
+      },
+      10_000,
+      "the deleted user's token to be refused",
+    );
+    expect(last?.status).toBe(401);
+    expect(last?.body).toEqual({ data: null, success: false, message: TOKEN_REVOKED });
   });
 
   it("the token of an admin demoted on chain (fact published as the chain indexer does)", async () => {
     const { wallet } = await signedUpUser();
-    const chainAdmin = new Wallet(
-      sys.anvil.accounts[0] as string,
-      createProvider(sys.anvil.url, sys.anvil.chainId),
-    );
-    const registry = registryAt(sys.deployment.registry, chainAdmin);
+    const registry = registryAt(sys.deployment.registry, chainAccount());
     await confirm(registry.getFunction("grantRole")(ADMIN_ROLE, wallet.address));
     const token = await tokenOf(wallet);
     expect((await api("GET", "/user/getall", { token })).status).toBe(200);
@@ -181,7 +239,7 @@ describe("attacks are refused", () => {
     try {
       await indexer.publish(ChainEvents.userStatusChanged, {
         origin: {
-          chainId: 31337,
+          chainId: sys.anvil.chainId,
           txHash: `0x${"ab".repeat(32)}`,
           logIndex: 0,
           blockNumber: 1,
@@ -193,13 +251,22 @@ describe("attacks are refused", () => {
     } finally {
       await indexer.close();
     }
-    const until = Date.now() + 10_000;
-    let status = 0;
-    while (Date.now() < until && status !== 403 && status !== 401) {
-      status = (await api("GET", "/user/getall", { token })).status;
-      if (status === 200) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect([401, 403]).toContain(status);
+    let last: Answer | undefined;
+    await waitFor(
+      async () => {
+        last = await api("GET", "/user/getall", { token });
+        return last.status !== 200;
+      },
+      10_000,
+      "the demotion to reach the gateway",
+    );
+    // The current role decides at once (behaviour.md §2): signed in, not allowed. Only a deletion or an
+    // admin's role change revokes older tokens; this one still signs the user in, as Base.
+    expect(last?.status).toBe(403);
+    expect(last?.body).toEqual({ data: null, success: false, message: "This needs the role Admin." });
+    const me = await api("GET", "/user/get", { token });
+    expect(me.status).toBe(200);
+    expect(me.body.data).toMatchObject({ address: wallet.address, role: "Base" });
   });
 });
 
@@ -299,56 +366,82 @@ describe("nobody can lock a user out, nobody can take a sign-up over (behaviour.
 
 describe("bad input gets a 4xx envelope and writes nothing", () => {
   it("on every sign-up and sign-in endpoint", async () => {
-    const before = (await api("GET", "/user/learnusercount")).body.data;
+    // An admin's list of every user, verified or not, is what a bad sign-up would change.
+    const admin = await signedUpUser();
+    await confirm(
+      registryAt(sys.deployment.registry, chainAccount()).getFunction("grantRole")(
+        ADMIN_ROLE,
+        admin.wallet.address,
+      ),
+    );
+    const adminToken = await tokenOf(admin.wallet);
+    const allUsers = async () => {
+      const res = await api("GET", "/user/getall", { token: adminToken });
+      expect(res.status).toBe(200);
+      return res.body.data as { address: string; username: string; mailAddress: string | null }[];
+    };
+    // The measure sees an unverified sign-up (a control: the same list without it would prove nothing).
+    const control = newWallet();
+    const controlSignUp = await register(control);
+    expect(controlSignUp.res.status).toBe(201);
+    expect((await allUsers()).map((u) => u.address)).toContain(control.address);
+
     const wallet = newWallet();
     const sig = await wallet.signMessage("REGISTER");
-    const big = "x".repeat(1_000_000);
-    const cases: [string, string, unknown, number[]][] = [
-      ["POST", "/Authentication/Register", {}, [400]],
+    // Under the gateway's 1 MiB body limit: a field too long (400). Over it: the body is too large (413).
+    const long = "x".repeat(1_000_000);
+    const huge = "x".repeat(1_100_000);
+    const tooLarge = "The request body is too large.";
+    const username = `bad_${control.address.slice(2, 10).toLowerCase()}`;
+    const mailAddress = `${username}@example.org`;
+    const valid = { name: "A", surname: "B", username, mailAddress, signedMessage: sig };
+    const cases: [string, string, unknown, number, string?][] = [
+      ["POST", "/Authentication/Register", {}, 400],
       [
         "POST",
         "/Authentication/Register",
         { name: 5, surname: [], username: {}, mailAddress: true, signedMessage: sig },
-        [400],
+        400,
       ],
+      ["POST", "/Authentication/Register", { ...valid, mailAddress: "not-an-email" }, 400],
+      ["POST", "/Authentication/Register", { ...valid, username: "a" }, 400],
+      ["POST", "/Authentication/Register", { ...valid, name: long }, 400],
+      ["POST", "/Authentication/Register", { ...valid, name: huge }, 413, tooLarge],
       [
         "POST",
         "/Authentication/Register",
-        { name: "A", surname: "B", username: "ok_name", mailAddress: "not-an-email", signedMessage: sig },
-        [400],
+        { ...valid, signedMessage: "0x1234" },
+        400,
+        "The signature or the signed message is not valid.",
       ],
+      ["POST", "/Authentication/Login", {}, 400],
+      ["POST", "/Authentication/Login", { address: "0x123", signedMessage: "x" }, 400],
+      ["POST", "/Authentication/Login", { address: wallet.address, signedMessage: long }, 400],
+      ["POST", "/Authentication/Login", { address: wallet.address, signedMessage: huge }, 413, tooLarge],
+      ["GET", "/Authentication/GetNonce/not-an-address", undefined, 400],
       [
-        "POST",
-        "/Authentication/Register",
-        { name: "A", surname: "B", username: "a", mailAddress: "a@b.org", signedMessage: sig },
-        [400],
+        "GET",
+        `/Authentication/verify-email?email=${encodeURIComponent(controlSignUp.mailAddress)}&token=nope`,
+        undefined,
+        400,
+        "This verification link is not valid.",
       ],
-      [
-        "POST",
-        "/Authentication/Register",
-        { name: big, surname: "B", username: "ok_name", mailAddress: "a@b.org", signedMessage: sig },
-        [400, 413],
-      ],
-      [
-        "POST",
-        "/Authentication/Register",
-        { name: "A", surname: "B", username: "ok_name", mailAddress: "a@b.org", signedMessage: "0x1234" },
-        [400, 401],
-      ],
-      ["POST", "/Authentication/Login", {}, [400, 401]],
-      ["POST", "/Authentication/Login", { address: "0x123", signedMessage: "x" }, [400, 401]],
-      ["POST", "/Authentication/Login", { address: wallet.address, signedMessage: big }, [400, 413]],
-      ["GET", "/Authentication/GetNonce/not-an-address", undefined, [400]],
-      ["GET", "/Authentication/verify-email?email=a@b.org&token=nope", undefined, [400]],
-      ["GET", "/Authentication/verify-email", undefined, [400]],
+      ["GET", "/Authentication/verify-email", undefined, 400],
     ];
-    for (const [method, path, body, statuses] of cases) {
+    for (const [method, path, body, status, message] of cases) {
       const res = await api(method, path, { body });
-      expect(statuses, `${method} ${path} ${JSON.stringify(body)?.slice(0, 80)} → ${res.status}`).toContain(
-        res.status,
-      );
-      expect(res.body).toMatchObject({ success: false, data: null });
+      const what = `${method} ${path} ${JSON.stringify(body)?.slice(0, 80)} → ${res.status} ${res.body.message}`;
+      expect(res.status, what).toBe(status);
+      expect(res.body, what).toEqual({ data: null, success: false, message: message ?? expect.any(String) });
     }
-    expect((await api("GET", "/user/learnusercount")).body.data).toBe(before);
+    // Nobody signed up with the bad data.
+    const after = await allUsers();
+    expect(after.filter((u) => u.address === wallet.address || u.username === username)).toEqual([]);
+    expect(after.filter((u) => u.mailAddress === mailAddress || u.mailAddress === "not-an-email")).toEqual(
+      [],
+    );
+    // The wrong token changed nothing: the control is still unverified, and its own link still works.
+    expect((await login(control)).status).toBe(403);
+    expect((await verifyFromMail(controlSignUp.mailAddress)).status).toBe(200);
   });
 });

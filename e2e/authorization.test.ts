@@ -2,16 +2,17 @@ import { waitFor } from "@fundraise/bus/testing";
 import { ADMIN_ROLE, confirm, createProvider, registryAt, UserStatus } from "@fundraise/contracts";
 import { type HDNodeWallet, Wallet } from "ethers";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "./client.ts";
-import { type System, startSystem } from "./system.ts";
+import { type SharedSystem, sharedSystem } from "./shared.ts";
 
 // Every sign-in and user endpoint × every kind of caller, on the running system. Roles come from the
 // chain, as in production: the registry's admin role and user statuses, read by the auth service at login.
+// On the shared system: every caller here is this file's own, and so is the chain account that sets roles.
 const ROLES = ["anonymous", "Base", "Blacklist", "Whitelist", "Viewer", "Admin"] as const;
 type Role = (typeof ROLES)[number];
 
-let sys: System;
+let sys: SharedSystem;
 const callers = new Map<Role, { wallet: HDNodeWallet; token: string | undefined; id: number }>();
 let n = 0;
 
@@ -21,11 +22,11 @@ const call = async (method: string, path: string, token?: string, body?: unknown
   return { status: res.status, json: res.body };
 };
 
-/** The registry as its deployer (the chain's admin) uses it. */
+/** The registry as this file's chain account (an admin of it) uses it. */
 const chainAdmin = () =>
   registryAt(
     sys.deployment.registry,
-    new Wallet(sys.anvil.accounts[0] as string, createProvider(sys.anvil.url, sys.anvil.chainId)),
+    new Wallet(sys.chainAdminKey, createProvider(sys.anvil.url, sys.anvil.chainId)),
   );
 
 async function newUser(role: Exclude<Role, "anonymous">) {
@@ -46,13 +47,12 @@ async function newUser(role: Exclude<Role, "anonymous">) {
 }
 
 beforeAll(async () => {
-  sys = await startSystem();
+  sys = await sharedSystem();
   for (const role of ROLES) {
     if (role === "anonymous") callers.set(role, { wallet: Wallet.createRandom(), token: undefined, id: 0 });
     else callers.set(role, await newUser(role));
   }
 });
-afterAll(() => sys?.stop());
 
 const tokenOf = (role: Role) => callers.get(role)?.token;
 const row = (...statuses: number[]) =>

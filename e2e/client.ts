@@ -1,28 +1,37 @@
 /**
  * What a web client does against the running system: calls in the envelope, sign-up with the mailed
  * link, sign-in with a signed nonce. `system()` is read per call, so one client serves a whole file.
+ *
+ * Each client is a client of its own on a shared system: it calls from an address of its own (sent as
+ * X-Forwarded-For, which the shared system's gateway believes) and its usernames carry a tag of its own.
  */
+import { randomBytes, randomInt } from "node:crypto";
 import { Wallet } from "ethers";
 import { expect } from "vitest";
-import type { System } from "./system.ts";
+import type { RunningSystem } from "./system.ts";
 
 export interface Signer {
   address: string;
   signMessage(message: string): Promise<string>;
 }
 
-export function createClient(system: () => System) {
-  interface Answer {
-    status: number;
-    body: { data: unknown; success: boolean; message: string | null };
-  }
+export interface Answer {
+  status: number;
+  headers: Headers;
+  body: { data: unknown; success: boolean; message: string | null };
+}
+
+export function createClient(system: () => RunningSystem) {
+  // 198.18.0.0/15 is for benchmarks and tests (RFC 2544): never a real client.
+  const ip = `198.${randomInt(18, 20)}.${randomInt(0, 256)}.${randomInt(1, 255)}`;
+  const tag = randomBytes(3).toString("hex");
 
   async function api(
     method: string,
     path: string,
     options: { token?: string; body?: unknown; raw?: string } = {},
   ): Promise<Answer> {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { "x-forwarded-for": ip };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     if (options.body !== undefined || options.raw !== undefined) headers["content-type"] = "application/json";
     const res = await fetch(`${system().gatewayUrl}${path}`, {
@@ -30,13 +39,13 @@ export function createClient(system: () => System) {
       headers,
       body: options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
     });
-    return { status: res.status, body: (await res.json()) as Answer["body"] };
+    return { status: res.status, headers: res.headers, body: (await res.json()) as Answer["body"] };
   }
 
   let counter = 0;
   const newWallet = () => Wallet.createRandom();
 
-  async function register(wallet: Signer, name = `user${++counter}`) {
+  async function register(wallet: Signer, name = `user_${tag}_${++counter}`) {
     const mailAddress = `${name}@example.org`;
     const res = await api("POST", "/Authentication/Register", {
       body: {
@@ -97,5 +106,5 @@ export function createClient(system: () => System) {
     return res.body.data as string;
   }
 
-  return { api, newWallet, register, verifyFromMail, login, siweMessage, signedUpUser, tokenOf };
+  return { ip, api, newWallet, register, verifyFromMail, login, siweMessage, signedUpUser, tokenOf };
 }

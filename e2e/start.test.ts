@@ -70,7 +70,12 @@ describe("pnpm start", () => {
   it("answers 503 in the envelope for a service that is not running", async () => {
     const res = await fetch(`http://localhost:${port}/Project/Get/All`);
     expect(res.status).toBe(503);
-    expect(await res.json()).toMatchObject({ data: null, success: false });
+    expect(res.headers.get("x-error-code")).toBe("SERVICE_UNAVAILABLE");
+    expect(await res.json()).toEqual({
+      data: null,
+      success: false,
+      message: "The projects service is not available.",
+    });
   });
 
   it("serves Prometheus metrics on the internal port only", async () => {

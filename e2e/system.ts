@@ -19,61 +19,98 @@ import { freePort, stopProcess } from "../scripts/lib/processes.ts";
 const root = join(import.meta.dirname, "..");
 
 export interface Mailbox {
-  mails: ParsedMail[];
-  /** Resolves with the first mail to `to` that arrives (or has arrived). */
+  /** Resolves with the first mail to `to` that arrives (or has arrived), and takes it out of the box. */
   next(to: string, timeoutMs?: number): Promise<ParsedMail>;
 }
 
-async function startSmtp(): Promise<{ url: string; mailbox: Mailbox; stop(): Promise<void> }> {
-  const mails: ParsedMail[] = [];
+const recipients = (mail: ParsedMail) =>
+  [mail.to]
+    .flat()
+    .flatMap((a) => a?.value ?? [])
+    .map((a) => a.address?.toLowerCase());
+
+/**
+ * A real SMTP server that keeps every mail it receives. `raw(to)` hands out a mail's source, for a test
+ * process that reads this box from afar (see `remoteMailbox`).
+ */
+async function startSmtp(): Promise<{
+  url: string;
+  mailbox: Mailbox & { raw(to: string, timeoutMs?: number): Promise<Buffer> };
+  stop(): Promise<void>;
+}> {
+  const mails: { raw: Buffer; parsed: ParsedMail }[] = [];
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ["STARTTLS"],
     onData(stream, _session, callback) {
-      simpleParser(stream).then(
-        (mail) => {
-          mails.push(mail);
-          callback();
-        },
-        (error: Error) => callback(error),
-      );
+      const chunks: Buffer[] = [];
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("error", (error) => callback(error));
+      stream.on("end", () => {
+        const raw = Buffer.concat(chunks);
+        simpleParser(raw).then(
+          (parsed) => {
+            mails.push({ raw, parsed });
+            callback();
+          },
+          (error: Error) => callback(error),
+        );
+      });
     },
   });
   const port = await freePort();
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", () => resolve()));
-  const recipients = (mail: ParsedMail) =>
-    [mail.to]
-      .flat()
-      .flatMap((a) => a?.value ?? [])
-      .map((a) => a.address?.toLowerCase());
+  async function take(to: string, timeoutMs = 20_000) {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const found = mails.find((m) => recipients(m.parsed).includes(to.toLowerCase()));
+      if (found) {
+        mails.splice(mails.indexOf(found), 1);
+        return found;
+      }
+      if (Date.now() > until) throw new Error(`no mail to ${to} within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
   return {
     url: `smtp://127.0.0.1:${port}`,
     mailbox: {
-      mails,
-      async next(to, timeoutMs = 20_000) {
-        const until = Date.now() + timeoutMs;
-        for (;;) {
-          const found = mails.find((m) => recipients(m).includes(to.toLowerCase()));
-          if (found) {
-            mails.splice(mails.indexOf(found), 1);
-            return found;
-          }
-          if (Date.now() > until) throw new Error(`no mail to ${to} within ${timeoutMs} ms`);
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      },
+      next: async (to, timeoutMs) => (await take(to, timeoutMs)).parsed,
+      raw: async (to, timeoutMs) => (await take(to, timeoutMs)).raw,
     },
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
 
-export interface System {
+/** The mailbox of a system another process started, read over HTTP (`e2e/global-setup.ts` serves it). */
+export function remoteMailbox(url: string): Mailbox {
+  return {
+    async next(to, timeoutMs = 20_000) {
+      const res = await fetch(`${url}?${new URLSearchParams({ to, timeoutMs: String(timeoutMs) })}`);
+      if (res.status !== 200) throw new Error(await res.text());
+      return simpleParser(Buffer.from(await res.arrayBuffer()));
+    },
+  };
+}
+
+/** Everything a test needs to reach a running system; plain data, so it crosses process boundaries. */
+export interface SystemCoordinates {
   gatewayUrl: string;
-  anvil: AnvilInstance;
+  anvil: { url: string; chainId: number; accounts: string[] };
   deployment: Deployment;
-  mailbox: Mailbox;
   amqpUrl: string;
   redisPrefix: string;
+}
+
+/** A running system as a test sees it, whether its own or shared (`e2e/shared.ts`). */
+export interface RunningSystem extends SystemCoordinates {
+  mailbox: Mailbox;
+}
+
+/** A system this process started: its own anvil, its SMTP server in this process, its processes' output. */
+export interface System extends RunningSystem {
+  anvil: AnvilInstance;
+  mailbox: Mailbox & { raw(to: string, timeoutMs?: number): Promise<Buffer> };
   output(): string;
   stop(): Promise<void>;
 }

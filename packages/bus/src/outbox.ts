@@ -197,16 +197,19 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     pass = (async () => {
       let total = 0;
       do {
-        again = false;
-        let more = true;
-        // Batch after batch, each on a connection released before the next: never more than one held.
-        while (more && !stopped) {
-          const batch = await publishBatch();
-          total += batch.published;
-          more = batch.more;
-        }
+        do {
+          again = false;
+          let more = true;
+          // Batch after batch, each on a connection released before the next: never more than one held.
+          while (more && !stopped) {
+            const batch = await publishBatch();
+            total += batch.published;
+            more = batch.more;
+          }
+        } while (again && !stopped);
+        await cleanup();
+        // A notification that arrived while pruning joined this pass: its rows are not published yet.
       } while (again && !stopped);
-      await cleanup();
       return total;
     })().finally(() => {
       pass = undefined;

@@ -13,7 +13,7 @@ import {
   subscriptionQueueOf,
 } from "../src/index.ts";
 import { createTestVhost, type TestVhost, waitFor } from "../src/testing/index.ts";
-import { sleep, TestEvents, TestRpc, testLogger } from "./helpers/index.ts";
+import { TestEvents, TestRpc, testLogger } from "./helpers/index.ts";
 
 const run = promisify(execFile);
 const packageDir = fileURLToPath(new URL("..", import.meta.url));
@@ -139,8 +139,9 @@ describe("journal", () => {
     const before = randomUUID();
     const after = randomUUID();
     await client.publish(TestEvents.happened, { n: 2 }, { messageId: before });
-    // AMQP timestamps and stream seeking work in whole seconds.
-    await sleep(1100);
+    // AMQP timestamps and stream seeking work in whole seconds: start in a second after the confirmed one.
+    const confirmed = Math.floor(Date.now() / 1000);
+    await waitFor(() => Math.floor(Date.now() / 1000) > confirmed, 2000, "the next second");
     const time = new Date();
     await client.publish(TestEvents.happened, { n: 3 }, { messageId: after });
     const records = await readJournal({ from: { time } });
@@ -172,7 +173,10 @@ describe("journal", () => {
     const again = await readJournal({ key: TestEvents.happened.name, republish: true, dryRun: true });
     const actions = again.filter((r) => r.messageId === messageId).map((r) => r.action);
     expect(actions).toEqual(["would-republish", "skipped"]);
-    await sleep(300);
+    // A marker published after the dry run: once it is in, anything the dry run had published is too.
+    const marker = randomUUID();
+    await client.publish(TestEvents.happened, { n: 11 }, { messageId: marker });
+    await waitFor(() => audited.get(marker) === 1, 5000, "the marker");
     expect(audited.get(messageId)).toBe(2);
   });
 

@@ -6,6 +6,7 @@ import {
   createAmqpBus,
   createOutboxRelay,
   enqueue,
+  outboxChannelOf,
   outboxDdl,
   processedMessageDdl,
   processOnce,
@@ -18,6 +19,8 @@ let db: TestDatabase;
 let bus: AmqpBus;
 const log = testLogger();
 const delivered: { n: number; messageId: string; requestId: string }[] = [];
+/** Markers (negative n) that arrived; see `settled`. */
+const markers = new Set<number>();
 const files: Uint8Array[] = [];
 
 async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -35,6 +38,16 @@ async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Pr
   }
 }
 
+/**
+ * Publishes a marker after what the test published (and the broker confirmed) and waits for it: the
+ * subscription queue is FIFO, so once the marker is in, every earlier message, duplicates included, is too.
+ */
+async function settled(): Promise<void> {
+  const marker = -(markers.size + 1);
+  await bus.publish(TestEvents.happened, { n: marker });
+  await waitFor(() => markers.has(marker), 5000, `marker ${marker}`);
+}
+
 beforeAll(async () => {
   [vhost, db] = await Promise.all([createTestVhost(), createTestDatabase()]);
   await db.pool.query("CREATE SCHEMA projects");
@@ -45,7 +58,8 @@ beforeAll(async () => {
   await db.pool.query("INSERT INTO projects.tally VALUES (1, 0)");
   bus = await createAmqpBus({ url: vhost.url, service: "projects", logger: log });
   await bus.subscribe("outbox-test", TestEvents.happened, async ({ n }, ctx) => {
-    delivered.push({ n, messageId: ctx.messageId, requestId: ctx.requestId });
+    if (n < 0) markers.add(n);
+    else delivered.push({ n, messageId: ctx.messageId, requestId: ctx.requestId });
   });
   await bus.subscribe("outbox-files", TestEvents.uploaded, async ({ file }) => {
     files.push(file);
@@ -72,7 +86,12 @@ describe("outbox", () => {
       const ids: string[] = [];
       for (const n of [1, 2, 3]) {
         ids.push(
-          await enqueue(tx, TestEvents.happened, { n }, { schema: "projects", requestId: `req-${n}` }),
+          await enqueue(
+            tx,
+            TestEvents.happened,
+            { n },
+            { schema: "projects", context: { requestId: `req-${n}` } },
+          ),
         );
       }
       return ids;
@@ -87,7 +106,7 @@ describe("outbox", () => {
 
     expect(await relay.runOnce()).toBe(3);
     await waitFor(() => delivered.length >= 3, 5000, "three events");
-    await sleep(300);
+    await settled();
     expect(delivered.map((d) => d.n)).toEqual([1, 2, 3]);
     expect(delivered.map((d) => d.messageId)).toEqual(committed);
     expect(delivered.map((d) => d.requestId)).toEqual(["req-1", "req-2", "req-3"]);
@@ -120,7 +139,21 @@ describe("outbox", () => {
       intervalMs: 60_000,
     });
     try {
-      await sleep(300);
+      // The relay listens on a pooled connection of its own; the notification needs it in place.
+      await waitFor(
+        async () => {
+          const { rows } = await db.pool.query(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = $1",
+            [`LISTEN ${outboxChannelOf("projects")}`],
+          );
+          return rows[0].n === 1;
+        },
+        5000,
+        "the relay to LISTEN",
+      );
+      // And idle: its first pass (which also prunes published rows) is over. A commit notified while a pass
+      // prunes is lost today (runOnce's `again` is read before `cleanup()`), and the poll is a minute away.
+      await relay.runOnce();
       await transaction(db.pool, (tx) =>
         enqueue(
           tx,
@@ -154,7 +187,7 @@ describe("outbox", () => {
     const counts = await Promise.all(relays.map((relay) => relay.runOnce()));
     expect(counts.reduce((a, b) => a + b, 0)).toBe(40);
     await waitFor(() => delivered.length - start >= 40, 10_000, "forty events");
-    await sleep(300);
+    await settled();
     const ns = delivered.slice(start).map((d) => d.n);
     expect(new Set(ns).size).toBe(40);
     expect(ns).toHaveLength(40);
@@ -222,5 +255,56 @@ describe("processOnce", () => {
     const results = await Promise.all([attempt(), attempt()]);
     expect(runs).toBe(1);
     expect(results.filter((r) => r.duplicate)).toHaveLength(1);
+  });
+});
+
+describe("outbox relay and pruning", () => {
+  it("a run asked for while a pass prunes publishes the rows it came for, in that same pass", async () => {
+    await db.pool.query("CREATE SCHEMA pruning");
+    await db.pool.query(outboxDdl("pruning"));
+    // Prunes on every pass (1 ms retention) and never polls or listens: only runOnce publishes.
+    const relay = createOutboxRelay({
+      pool: db.pool,
+      bus,
+      schema: "pruning",
+      logger: log,
+      retainPublishedMs: 1,
+      intervalMs: 3_600_000,
+      listen: false,
+      autoStart: false,
+    });
+    try {
+      // A row published long ago, held so that the next pass's pruning waits on it.
+      await db.pool.query(
+        `INSERT INTO pruning.outbox (id, event_name, payload, content_type, published_at)
+         VALUES ($1, 'old', '\\x00', 'application/json', now() - interval '1 hour')`,
+        [randomUUID()],
+      );
+      const holder = await db.pool.connect();
+      await holder.query("BEGIN");
+      await holder.query("SELECT id FROM pruning.outbox FOR UPDATE");
+      const pass = relay.runOnce();
+      await waitFor(
+        async () =>
+          (
+            await db.pool.query(
+              "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM pruning.outbox%'",
+            )
+          ).rows.length === 1,
+        10_000,
+        "the pruning to wait on the held row",
+      );
+      await transaction(db.pool, (c) => enqueue(c, TestEvents.happened, { n: 902 }, { schema: "pruning" }));
+      // As a NOTIFY would: the pass under way is asked to run once more.
+      const joined = relay.runOnce();
+      await holder.query("COMMIT");
+      holder.release();
+      expect(await pass).toBe(1);
+      expect(await joined).toBe(1);
+      const pending = await db.pool.query("SELECT 1 FROM pruning.outbox WHERE published_at IS NULL");
+      expect(pending.rows).toEqual([]);
+    } finally {
+      await relay.stop();
+    }
   });
 });

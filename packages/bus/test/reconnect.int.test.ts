@@ -133,14 +133,16 @@ describe("close", () => {
   it("waits for running handlers, answers them, and is idempotent", async () => {
     const instance = await createAmqpBus({ url: vhost.url, service: "storage", logger: log });
     const Slow = { ...TestRpc.slow, name: "storage.test.slow", service: "storage" as const };
+    let started = false;
     let finished = false;
     await instance.serve(Slow, async ({ ms }) => {
+      started = true;
       await sleep(ms);
       finished = true;
       return { waited: ms };
     });
     const call = client.call(Slow, { ms: 400 }, { timeoutMs: 5000 });
-    await sleep(100);
+    await waitFor(() => started, 5000, "the handler to start");
     const closing = instance.close();
     const again = instance.close();
     await expect(call).resolves.toEqual({ waited: 400 });

@@ -43,7 +43,12 @@ describe("the gateway over RabbitMQ", () => {
     const started = Date.now();
     const res = await get("/EventDebug/Debug");
     expect(res.statusCode).toBe(503);
-    expect(res.json()).toMatchObject({ success: false, data: null });
+    expect(res.headers["x-error-code"]).toBe("SERVICE_UNAVAILABLE");
+    expect(res.json()).toEqual({
+      data: null,
+      success: false,
+      message: "The chain service is not available.",
+    });
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
@@ -53,11 +58,30 @@ describe("the gateway over RabbitMQ", () => {
     expect(res.headers["x-error-code"]).toBe("RPC_TIMEOUT");
   });
 
-  it("recovers without a restart when the broker drops every connection", async () => {
-    await vhost.dropConnections("test: connection loss");
-    // Meanwhile the gateway says so: 503, or readiness false, never a hang or a 500.
-    const during = await get("/user/learnusercount");
-    expect([200, 503]).toContain(during.statusCode);
+  it("answers 503 while the broker is away, and recovers without a restart once it is back", async () => {
+    // Connections dropped and refused until allowAccess(): the gateway is certainly without a broker.
+    await vhost.denyAccess();
+    try {
+      await vhost.dropConnections("test: connection loss");
+      await waitFor(() => !gatewayBus.isConnected(), 10_000, "the gateway to see the loss");
+      // behaviour.md §1: a dependency (the broker) is unavailable → 503 with the envelope, at once.
+      const started = Date.now();
+      const during = await get("/user/learnusercount");
+      expect(Date.now() - started).toBeLessThan(1000);
+      expect(during.statusCode).toBe(503);
+      expect(during.headers["x-error-code"]).toBe("BROKER_UNAVAILABLE");
+      expect(during.json()).toEqual({
+        data: null,
+        success: false,
+        message: "The message broker is not reachable.",
+      });
+      // Readiness says so too, without details (behaviour.md §7).
+      const ready = await get("/readyz");
+      expect(ready.statusCode).toBe(503);
+      expect(ready.json()).toEqual({ data: null, success: false, message: "not ready" });
+    } finally {
+      await vhost.allowAccess();
+    }
     await waitFor(async () => (await get("/user/learnusercount")).statusCode === 200, 20_000, "recovery");
     await waitFor(() => gatewayBus.isConnected() && serviceBus.isConnected(), 20_000, "reconnection");
     expect((await get("/readyz")).statusCode).toBe(200);

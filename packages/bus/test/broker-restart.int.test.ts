@@ -1,0 +1,196 @@
+import { HTTP_STATUS_OF_KIND, isAppError } from "@fundraise/protocol";
+import type pg from "pg";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type AmqpBus, createAmqpBus, createOutboxRelay, enqueue, outboxDdl } from "../src/index.ts";
+import { waitFor } from "../src/testing/index.ts";
+import { type BrokerNode, startBrokerNode } from "./helpers/broker-node.ts";
+import {
+  createTestDatabase,
+  sleep,
+  type TestDatabase,
+  TestEvents,
+  TestRpc,
+  testLogger,
+} from "./helpers/index.ts";
+
+// The broker really stops and starts (`rabbitmqctl stop_app` / `start_app`): a RabbitMQ node of this
+// file's own, so the shared local broker that other files use in parallel is never touched.
+let node: BrokerNode;
+let db: TestDatabase;
+let client: AmqpBus;
+let server: AmqpBus;
+const log = testLogger();
+/** Deliveries of TestEvents.happened to the subscriber, in arrival order. */
+const deliveries: { n: number; messageId: string }[] = [];
+let slowStarted = 0;
+
+beforeAll(async () => {
+  [node, db] = await Promise.all([startBrokerNode(), createTestDatabase()]);
+  const options = { url: node.url, logger: log, maxReconnectDelayMs: 300 };
+  [client, server] = await Promise.all([
+    // A publish waits this long for a broker that is away (long enough for a restart).
+    createAmqpBus({ ...options, service: "gateway", publishTimeoutMs: 20_000 }),
+    createAmqpBus({ ...options, service: "users" }),
+  ]);
+  await server.serve(TestRpc.echo, async ({ text }, ctx) => ({ text, requestId: ctx.requestId }));
+  await server.serve(TestRpc.slow, async ({ ms }) => {
+    slowStarted++;
+    await sleep(ms);
+    return { waited: ms };
+  });
+  await server.subscribe("counter", TestEvents.happened, async ({ n }, ctx) => {
+    deliveries.push({ n, messageId: ctx.messageId });
+  });
+  await db.pool.query("CREATE SCHEMA projects");
+  await db.pool.query(outboxDdl("projects"));
+}, 120_000);
+
+afterAll(async () => {
+  await client?.close();
+  await server?.close();
+  await node?.dispose();
+  await db?.dispose();
+});
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected a rejection");
+}
+
+const ns = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
+const delivered = (n: number) => deliveries.filter((d) => d.n === n).length;
+
+/**
+ * Publishes a marker after everything under test was confirmed and waits for it: the subscription
+ * queue is FIFO, so once the marker is in, every earlier message (and any duplicate of one) is too.
+ */
+async function drained(marker: number): Promise<void> {
+  await client.publish(TestEvents.happened, { n: marker });
+  await waitFor(() => delivered(marker) === 1, 10_000, `marker ${marker}`);
+}
+
+describe("the broker stops and starts", () => {
+  it("fails calls at once with 503 while it is down; calls and subscribers work again once it is back", async () => {
+    await expect(client.call(TestRpc.echo, { text: "before" }, { requestId: "r1" })).resolves.toEqual({
+      text: "before",
+      requestId: "r1",
+    });
+    const inFlight = rejection(client.call(TestRpc.slow, { ms: 5000 }, { timeoutMs: 20_000 }));
+    await waitFor(() => slowStarted === 1, 5000, "the server to start the slow call");
+
+    await node.stop();
+    // The call in flight fails with the connection, not after its 20 s timeout.
+    const lost = await inFlight;
+    expect(isAppError(lost)).toBe(true);
+    expect(lost).toMatchObject({ kind: "unavailable", code: "BROKER_UNAVAILABLE" });
+    expect(HTTP_STATUS_OF_KIND.unavailable).toBe(503);
+    await waitFor(() => !client.isConnected() && !server.isConnected(), 5000, "both buses to see the loss");
+
+    // While it is down every call fails at once (the gateway answers 503), however long its timeout.
+    for (const text of ["a", "b", "c"]) {
+      const started = Date.now();
+      const error = await rejection(client.call(TestRpc.echo, { text }, { timeoutMs: 10_000 }));
+      expect(error).toMatchObject({ kind: "unavailable", code: "BROKER_UNAVAILABLE" });
+      expect(Date.now() - started).toBeLessThan(500);
+    }
+    // A publish meanwhile waits for the broker instead of failing or being dropped.
+    const base = deliveries.length;
+    const during = client.publish(TestEvents.happened, { n: 1 });
+
+    await node.start();
+    await during;
+    await waitFor(() => client.isConnected() && server.isConnected(), 10_000, "both buses to reconnect");
+    // The server declared its RPC queue again (the broker dropped it with the stop) and consumes it.
+    await expect(client.call(TestRpc.echo, { text: "after" }, { requestId: "r2" })).resolves.toEqual({
+      text: "after",
+      requestId: "r2",
+    });
+    // The subscriber consumes again: the event published while the broker was down and one after it.
+    await client.publish(TestEvents.happened, { n: 2 });
+    await drained(3);
+    expect(deliveries.slice(base).map((d) => d.n)).toEqual([1, 2, 3]);
+  });
+
+  it("publishes outbox rows enqueued while it is down once it is back: all, once each, in order", async () => {
+    const attempts: string[] = [];
+    // The relay says which row it could not publish: the evidence that it tried while the broker was down.
+    const relayLog = pino(
+      { level: "warn" },
+      {
+        write(line: string) {
+          const record = JSON.parse(line) as { messageId?: string };
+          if (record.messageId) attempts.push(record.messageId);
+        },
+      },
+    );
+    const relayBus = await createAmqpBus({
+      url: node.url,
+      service: "projects",
+      logger: log,
+      maxReconnectDelayMs: 300,
+      publishTimeoutMs: 500,
+    });
+    const relay = createOutboxRelay({
+      pool: db.pool,
+      bus: relayBus,
+      schema: "projects",
+      logger: relayLog,
+      intervalMs: 200,
+    });
+    try {
+      await node.stop();
+      await waitFor(
+        () => !relayBus.isConnected() && !server.isConnected(),
+        5000,
+        "the buses to see the loss",
+      );
+      const ids = await transaction(db.pool, async (tx) => {
+        const written: string[] = [];
+        for (const n of ns(100, 10)) {
+          written.push(await enqueue(tx, TestEvents.happened, { n }, { schema: "projects" }));
+        }
+        return written;
+      });
+      await waitFor(() => attempts.includes(ids[0] as string), 10_000, "the relay to try the first row");
+      expect(await pending()).toBe(10);
+
+      await node.start();
+      await waitFor(async () => (await pending()) === 0, 15_000, "the relay to publish every row");
+      await waitFor(() => ns(100, 10).every((n) => delivered(n) > 0), 10_000, "every row's event");
+      await drained(110);
+      const rows = deliveries.filter((d) => d.n >= 100 && d.n < 110);
+      expect(rows.map((d) => d.n)).toEqual(ns(100, 10));
+      expect(rows.map((d) => d.messageId)).toEqual(ids);
+    } finally {
+      await relay.stop();
+      await relayBus.close();
+    }
+  });
+});
+
+async function pending(): Promise<number> {
+  const { rows } = await db.pool.query(
+    "SELECT count(*)::int AS n FROM projects.outbox WHERE published_at IS NULL",
+  );
+  return (rows[0] as { n: number }).n;
+}
+
+async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const connection = await pool.connect();
+  try {
+    await connection.query("BEGIN");
+    const result = await work(connection);
+    await connection.query("COMMIT");
+    return result;
+  } catch (error) {
+    await connection.query("ROLLBACK");
+    throw error;
+  } finally {
+    connection.release();
+  }
+}
