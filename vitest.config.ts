@@ -6,7 +6,12 @@ const jsonReport = process.env.VITEST_JSON_REPORT;
 
 export default defineConfig({
   test: {
-    projects: ["packages/*/vitest.config.ts", "services/*/vitest.config.ts", "e2e/vitest.config.ts"],
+    projects: [
+      "packages/*/vitest.config.ts",
+      "services/*/vitest.config.ts",
+      "scripts/vitest.config.ts",
+      "e2e/vitest.config.ts",
+    ],
     ...(jsonReport ? { reporters: ["default", "json"], outputFile: { json: jsonReport } } : {}),
   },
 });

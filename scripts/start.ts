@@ -2,19 +2,64 @@
  * `pnpm start`: the whole system on one machine with local defaults (architecture.md, "Running it").
  * Creates the database when missing, starts a local chain when CHAIN_RPC_URL is unset, starts every
  * service as its own process, prints the gateway URL, and stops everything cleanly on Ctrl-C.
+ *
+ * The services write JSON log lines; this script reads them and, on a terminal, prints each event as one
+ * readable line with its service's name (LOG_FORMAT, lib/log-format.ts). The banner with the gateway URL
+ * comes once the start-up lines have settled, so that it is the last thing on the screen.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { createLogger } from "@fundraise/service-kit";
+import { createInterface } from "node:readline";
+import { styleText } from "node:util";
+import { createLogger, type Logger } from "@fundraise/service-kit";
 import pg from "pg";
+import pino from "pino";
+import { chooseLogFormat, createLineFormatter, type LogFormat } from "./lib/log-format.ts";
 import { stopProcess } from "./lib/processes.ts";
 import { startLocalChain } from "./local-chain.ts";
 
 const root = join(import.meta.dirname, "..");
 if (existsSync(join(root, ".env"))) process.loadEnvFile(join(root, ".env"));
 
-const log = createLogger({ service: "start", level: process.env.LOG_LEVEL ?? "info" });
+/** Services in start order: the gateway last, so its routes find their services ready. */
+const services = readdirSync(join(root, "services"))
+  .filter((name) => existsSync(join(root, "services", name, "src", "main.ts")))
+  .sort((a, b) => Number(a === "gateway") - Number(b === "gateway") || a.localeCompare(b));
+
+let format: LogFormat;
+try {
+  format = chooseLogFormat(process.env.LOG_FORMAT, process.stdout.isTTY === true);
+} catch (err) {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+}
+const nameWidth = Math.max("start".length, ...services.map((name) => name.length));
+let lastOutputAt = Date.now();
+/** Every line on stdout goes through here, so the banner can wait for the start-up lines to settle. */
+const print = (line: string) => {
+  lastOutputAt = Date.now();
+  process.stdout.write(`${line}\n`);
+};
+
+/** This script's own log: JSON as the services write it, or through the same formatter. */
+function startLogger(level: string): Logger {
+  if (format === "json") return createLogger({ service: "start", level });
+  const formatLine = createLineFormatter({ format, service: "start", width: nameWidth });
+  return pino(
+    {
+      level,
+      base: { service: "start" },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      serializers: { err: pino.stdSerializers.errWithCause },
+    },
+    { write: (chunk: string) => print(formatLine(chunk.trimEnd())) },
+  );
+}
+
+const log = startLogger(process.env.LOG_LEVEL ?? "info");
 const env: Record<string, string | undefined> = {
   DATABASE_URL: "postgres://postgres@127.0.0.1:5432/fundraising",
   AMQP_URL: "amqp://guest:guest@127.0.0.1:5672",
@@ -24,12 +69,9 @@ const env: Record<string, string | undefined> = {
 };
 const gatewayUrl = `http://localhost:${env.PORT}`;
 
-/** Services in start order: the gateway last, so its routes find their services ready. */
-const services = readdirSync(join(root, "services"))
-  .filter((name) => existsSync(join(root, "services", name, "src", "main.ts")))
-  .sort((a, b) => Number(a === "gateway") - Number(b === "gateway") || a.localeCompare(b));
-
 const children = new Map<string, ChildProcess>();
+/** Resolve when a child's output has been read to its end (its last lines printed). */
+const outputsRead = new Set<Promise<unknown>>();
 const cleanups: (() => Promise<void>)[] = [];
 let stopping = false;
 
@@ -55,9 +97,17 @@ function startService(name: string, restarts = 0): void {
   const child = spawn(process.execPath, ["--import", "tsx", join("services", name, "src", "main.ts")], {
     cwd: root,
     env: env as NodeJS.ProcessEnv,
-    stdio: "inherit",
+    // stdout is read line by line (the log); stderr (crashes, runtime warnings) goes straight through.
+    stdio: ["inherit", "pipe", "inherit"],
   });
   children.set(name, child);
+  if (child.stdout) {
+    const formatLine = createLineFormatter({ format, service: name, width: nameWidth });
+    const lines = createInterface({ input: child.stdout, crlfDelay: Number.POSITIVE_INFINITY });
+    lines.on("line", (line) => print(formatLine(line)));
+    const read = once(lines, "close").finally(() => outputsRead.delete(read));
+    outputsRead.add(read);
+  }
   child.on("exit", (code, signal) => {
     children.delete(name);
     if (stopping) return;
@@ -84,11 +134,21 @@ async function waitForGateway(timeoutMs: number): Promise<boolean> {
   return false;
 }
 
+/** Until nothing was printed for `quietMs` (services log their start-up for a moment), at most `maxMs`. */
+async function outputSettled(quietMs: number, maxMs: number): Promise<void> {
+  const until = Date.now() + maxMs;
+  while (!stopping && Date.now() < until && Date.now() - lastOutputAt < quietMs) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 async function stop(code: number): Promise<never> {
   if (!stopping) {
     stopping = true;
     log.info("stopping");
     await Promise.all([...children.values()].map((child) => stopProcess(child)));
+    // Their last lines (shutdown) are printed before this process exits.
+    await Promise.race([Promise.all(outputsRead), new Promise((r) => setTimeout(r, 2_000))]);
     for (const cleanup of cleanups.reverse())
       await cleanup().catch((err) => log.warn({ err }, "cleanup failed"));
   }
@@ -112,8 +172,10 @@ try {
   }
   for (const name of services) startService(name);
   if (await waitForGateway(60_000)) {
+    await outputSettled(500, 5_000);
     log.info({ url: gatewayUrl, docs: `${gatewayUrl}/docs`, services }, "system ready");
-    process.stdout.write(`\n  Gateway: ${gatewayUrl}   API docs: ${gatewayUrl}/docs   (Ctrl-C stops)\n\n`);
+    const banner = `  Gateway: ${gatewayUrl}   API docs: ${gatewayUrl}/docs   (Ctrl-C stops)`;
+    print(`\n${format === "pretty" ? styleText("bold", banner, { stream: process.stdout }) : banner}\n`);
   } else if (!stopping) {
     log.error("the gateway did not become ready within 60 s");
     await stop(1);

@@ -1,13 +1,11 @@
 import Type, { type Static } from "typebox";
+import { Address } from "./address.ts";
 
 /** Shared field shapes. Constraints here are the platform's, so the gateway, OpenAPI and the bus agree. */
 
 export const Id = Type.Integer({ minimum: 1, maximum: 2_147_483_647, description: "database id" });
-export const Address = Type.String({
-  pattern: "^0x[0-9a-fA-F]{40}$",
-  description: "EVM address, 0x + 40 hex; returned EIP-55 checksummed",
-  examples: ["0x5B38Da6a701c568545dCfcB03FcB875f56beddC4"],
-});
+/** Addresses have their own module (address.ts): the schema, and the EIP-55 rule a pattern cannot express. */
+export { Address };
 export const FileHash = Type.String({
   pattern: "^[0-9A-F]{64}$",
   description: "sha2-256 digest of the project directory CID, 64 upper-case hex characters",

@@ -1,3 +1,4 @@
+export * from "./address.ts";
 export * from "./auth.ts";
 export * from "./chain.ts";
 export * from "./common.ts";

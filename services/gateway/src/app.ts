@@ -1,14 +1,10 @@
 import { randomUUID } from "node:crypto";
 import rateLimit from "@fastify/rate-limit";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Bus } from "@fundraise/bus";
 import { AuthRpc, ErrorCode, errors } from "@fundraise/protocol";
 import type { Logger } from "@fundraise/service-kit";
-import Fastify, {
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-  LogController,
-} from "fastify";
+import Fastify, { type FastifyReply, type FastifyRequest, LogController } from "fastify";
 import type { Redis } from "ioredis";
 import type { GatewayConfig } from "./config.ts";
 import { createTokenVerifier, registerAuth, type TokenVerifier } from "./plugins/auth.ts";
@@ -27,6 +23,7 @@ import { registerEventDebugRoutes } from "./routes/event-debug.ts";
 import { createReadinessCheck, registerHealthRoutes } from "./routes/health.ts";
 import { registerProjectRoutes } from "./routes/projects.ts";
 import { registerUserRoutes } from "./routes/users.ts";
+import type { Server } from "./server.ts";
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -52,7 +49,7 @@ class RequestLog extends LogController {
 }
 
 /** The gateway as an app: tests build it and `inject`; main.ts listens. */
-export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> {
+export async function buildGateway(deps: GatewayDeps): Promise<Server> {
   const { config, bus, redis } = deps;
   const app = Fastify({
     loggerInstance: deps.log,
@@ -72,7 +69,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     ajv: {
       customOptions: { coerceTypes: true, useDefaults: true, removeAdditional: false, allErrors: false },
     },
-  }) as unknown as FastifyInstance;
+  }).withTypeProvider<TypeBoxTypeProvider>();
   app.addHook("onSend", async (request, reply) => {
     reply.header("x-request-id", request.id);
   });
@@ -101,7 +98,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     app,
     deps.verifier ??
       createTokenVerifier({
-        getJwks: async () => (await bus.call(AuthRpc.jwks, {})) as never,
+        getJwks: () => bus.call(AuthRpc.jwks, {}),
         issuer: config.jwt.issuer,
         audience: config.jwt.audience,
         sessions: createRedisSessionStore({

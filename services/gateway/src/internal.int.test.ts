@@ -2,7 +2,7 @@ import type { Bus } from "@fundraise/bus";
 import { createInMemoryBus } from "@fundraise/bus/testing";
 import { AuthRpc, UsersRpc } from "@fundraise/protocol";
 import { silentLogger } from "@fundraise/service-kit/testing";
-import type { FastifyInstance } from "fastify";
+
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildGateway } from "./app.ts";
@@ -10,12 +10,13 @@ import { loadConfig } from "./config.ts";
 import { buildInternalApp } from "./internal.ts";
 import { createMetrics } from "./plugins/metrics.ts";
 import { createReadinessCheck } from "./routes/health.ts";
+import type { Server } from "./server.ts";
 import { createTestSigner, REDIS_URL } from "./test/harness.ts";
 
 // Metrics and readiness details live on the internal port (main.ts), fed by the public app.
 const redis = new Redis(REDIS_URL, { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
 const config = loadConfig({ REDIS_URL, REDIS_PREFIX: "test:internal:", LOG_LEVEL: "silent" });
-const apps: FastifyInstance[] = [];
+const apps: Server[] = [];
 
 async function system(bus: Bus) {
   const metrics = createMetrics();

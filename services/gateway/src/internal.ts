@@ -1,9 +1,11 @@
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { ErrorCode, errors } from "@fundraise/protocol";
 import type { Logger } from "@fundraise/service-kit";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify from "fastify";
 import { registerErrorHandling, send } from "./plugins/error-handler.ts";
 import type { GatewayMetrics } from "./plugins/metrics.ts";
 import type { Readiness } from "./routes/health.ts";
+import type { Server } from "./server.ts";
 
 /**
  * The gateway's internal port (METRICS_HOST:METRICS_PORT, loopback by default): Prometheus metrics and
@@ -13,11 +15,11 @@ export async function buildInternalApp(deps: {
   metrics: GatewayMetrics;
   readiness: () => Promise<Readiness>;
   log: Logger;
-}): Promise<FastifyInstance> {
+}): Promise<Server> {
   const app = Fastify({
     loggerInstance: deps.log,
     disableRequestLogging: true,
-  }) as unknown as FastifyInstance;
+  }).withTypeProvider<TypeBoxTypeProvider>();
   registerErrorHandling(app);
   app.get("/metrics", async (_request, reply) =>
     reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),

@@ -1,5 +1,13 @@
-import { ErrorCode, errors, type Issue, PROFILE_FIELD_PROBLEMS, trimText } from "@fundraise/protocol";
-import { isSignatureHex, normalizeAddress } from "../signatures/signature.ts";
+import {
+  ADDRESS_PROBLEM,
+  ErrorCode,
+  errors,
+  type Issue,
+  PROFILE_FIELD_PROBLEMS,
+  parseAddress,
+  trimText,
+} from "@fundraise/protocol";
+import { isSignatureHex } from "../signatures/signature.ts";
 
 /** One 400 naming every field that is wrong, with the issues in `details` (as the bus reports schema failures). */
 export function invalidFields(issues: Issue[]) {
@@ -9,15 +17,12 @@ export function invalidFields(issues: Issue[]) {
 
 const issue = (field: string, message: string): Issue => ({ path: `/${field}`, message });
 
-/** An address as the client sent it, as EIP-55; 400 naming the field otherwise. */
+/** An address as the client sent it, as EIP-55 (the protocol's one rule); 400 naming the field otherwise. */
 export function requireAddress(value: string | null | undefined, field = "address"): string {
   const trimmed = value?.trim() ?? "";
   if (trimmed === "") throw invalidFields([issue(field, "is required")]);
-  const address = normalizeAddress(trimmed);
-  if (!address)
-    throw invalidFields([
-      issue(field, "must be an EVM address (0x and 40 hex digits, EIP-55 if mixed case)"),
-    ]);
+  const address = parseAddress(trimmed);
+  if (!address) throw invalidFields([issue(field, ADDRESS_PROBLEM)]);
   return address;
 }
 

@@ -9,7 +9,6 @@ import {
   legacyRegisterMessage,
   nonceOfLegacyLogin,
   nonceOfLegacyRegister,
-  normalizeAddress,
   recoverSigner,
 } from "./signature.ts";
 
@@ -102,14 +101,6 @@ describe("isSignedBy", () => {
 });
 
 describe("input shapes", () => {
-  it("normalizes addresses to EIP-55 and refuses bad ones", () => {
-    expect(normalizeAddress(alice.address.toLowerCase())).toBe(alice.address);
-    expect(normalizeAddress(`0x${alice.address.slice(2).toUpperCase()}`)).toBe(alice.address);
-    expect(normalizeAddress(alice.address.replace("f", "F"))).toBeUndefined(); // mixed case, bad checksum
-    expect(normalizeAddress(alice.address.slice(2))).toBeUndefined();
-    expect(normalizeAddress("0x123")).toBeUndefined();
-  });
-
   it("accepts 0x-hex signatures only", () => {
     expect(isSignatureHex("0xabcd")).toBe(true);
     expect(isSignatureHex("abcd")).toBe(false);

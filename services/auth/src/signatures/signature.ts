@@ -1,4 +1,4 @@
-import { getAddress, hashMessage, Signature, verifyMessage } from "ethers";
+import { hashMessage, Signature, verifyMessage } from "ethers";
 
 /**
  * The legacy texts (behaviour.md §2, §7), accepted while LEGACY_MESSAGES is on: `LOGIN: <nonce>` and
@@ -26,16 +26,6 @@ const HEX = /^0x(?:[0-9a-fA-F]{2})+$/;
 /** A signature as the client sends it: 0x-hex bytes (65 for an EOA, anything for a contract wallet). */
 export function isSignatureHex(value: string): boolean {
   return HEX.test(value) && value.length <= 2 + 2 * 1024;
-}
-
-/** A well-formed address as EIP-55, or undefined (wrong length, bad characters, bad mixed-case checksum). */
-export function normalizeAddress(value: string): string | undefined {
-  if (!/^0x[0-9a-fA-F]{40}$/.test(value)) return undefined;
-  try {
-    return getAddress(value);
-  } catch {
-    return undefined;
-  }
 }
 
 /**

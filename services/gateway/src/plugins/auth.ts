@@ -8,9 +8,9 @@ import {
   type UserRole,
   validatorOf,
 } from "@fundraise/protocol";
-import type { FastifyInstance } from "fastify";
 import { createLocalJWKSet, type JSONWebKeySet, errors as joseErrors, jwtVerify } from "jose";
 import type { Static } from "typebox";
+import type { Server } from "../server.ts";
 import { bearerOf } from "./bearer.ts";
 
 /** Who may call a route: anyone (a token is used when valid), any signed-in user, or these roles. */
@@ -124,7 +124,7 @@ function invalidToken(cause: unknown) {
  * Sets `request.caller` and enforces the route's access rule: 401 without a valid token where one is
  * needed, 403 for a role the route does not admit. On anonymous routes a bad token is ignored.
  */
-export function registerAuth(app: FastifyInstance, verifier: TokenVerifier): void {
+export function registerAuth(app: Server, verifier: TokenVerifier): void {
   app.decorateRequest("caller", null);
   app.addHook("onRequest", async (request) => {
     // Routes without a rule (health, docs, metrics, not found) never look at tokens.

@@ -1,5 +1,5 @@
 import cors from "@fastify/cors";
-import type { FastifyInstance } from "fastify";
+import type { Server } from "../server.ts";
 
 /** What a browser client on another origin may send (behaviour.md §7: "Browsers on another origin work"). */
 export const CORS_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
@@ -12,7 +12,7 @@ export const CORS_MAX_AGE = 600;
  * reflects any origin). A preflight without `Origin` is answered like any other (204), not fastify's
  * plain-text 400.
  */
-export async function registerCors(app: FastifyInstance, origins: true | readonly string[]): Promise<void> {
+export async function registerCors(app: Server, origins: true | readonly string[]): Promise<void> {
   await app.register(cors, {
     origin: origins === true ? true : [...origins],
     methods: [...CORS_METHODS],

@@ -1,7 +1,8 @@
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import { ErrorCode, errors, fail } from "@fundraise/protocol";
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import type { Server } from "../server.ts";
 import { send, sendStatus } from "./error-handler.ts";
 import { BASELINE_HEADERS } from "./security.ts";
 
@@ -64,11 +65,7 @@ function clientErrorAnswer(code: string | undefined): [number, string, string] {
  * (headers over `maxHeaderSize`, not HTTP at all), so there is no request object; the envelope is
  * written to the socket by hand, as Node itself would write its bare status line.
  */
-export function clientErrorHandler(
-  this: FastifyInstance,
-  error: NodeJS.ErrnoException,
-  socket: Socket,
-): void {
+export function clientErrorHandler(this: Server, error: NodeJS.ErrnoException, socket: Socket): void {
   // A reset connection has nobody to answer.
   if (error.code === "ECONNRESET" || socket.destroyed) return;
   const [status, code, message] = clientErrorAnswer(error.code);
@@ -87,7 +84,7 @@ export function clientErrorHandler(
  * `Expect` other than `100-continue`. The server is told to leave them to us (`requireHostHeader:
  * false` in app.ts) and they are answered here.
  */
-export function registerHttpEdge(app: FastifyInstance): void {
+export function registerHttpEdge(app: Server): void {
   app.server.on("checkExpectation", (_request: IncomingMessage, response: ServerResponse) => {
     const { head, body } = rawAnswer("EXPECTATION_FAILED", "Only `Expect: 100-continue` is supported.");
     response.writeHead(417, head).end(body);

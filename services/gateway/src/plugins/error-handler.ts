@@ -1,12 +1,13 @@
 import { type AppError, ErrorCode, errors, fail, HTTP_STATUS_OF_KIND, isAppError } from "@fundraise/protocol";
-import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyError, FastifyReply } from "fastify";
+import type { Server } from "../server.ts";
 
 /**
  * The only place where an error becomes an HTTP status. Every answer is the envelope; the error code
  * travels in `x-error-code`. Anything the client sent gets a 4xx; only our own bugs are a 500, and
  * their text never leaves the process.
  */
-export function registerErrorHandling(app: FastifyInstance): void {
+export function registerErrorHandling(app: Server): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const appError = toHttpError(error);
     if (appError.kind === "internal") {

@@ -1,5 +1,5 @@
-import type { FastifyInstance } from "fastify";
 import { collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import type { Server } from "../server.ts";
 
 /** The gateway's Prometheus registry: request latency by route and status, plus Node's own metrics. */
 export interface GatewayMetrics {
@@ -25,7 +25,7 @@ export function createMetrics(): GatewayMetrics {
  * Times every answer of the public app. The metrics themselves are served on the internal port
  * (internal.ts), never here: the public port is reachable by anyone.
  */
-export function observeRequests(app: FastifyInstance, metrics: GatewayMetrics): void {
+export function observeRequests(app: Server, metrics: GatewayMetrics): void {
   app.addHook("onResponse", async (request, reply) => {
     metrics.requestDuration.observe(
       // The route pattern, not the URL, keeps the label set bounded.

@@ -1,9 +1,9 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
-import type { FastifyInstance } from "fastify";
+import type { Server } from "../server.ts";
 
 /** The OpenAPI document is generated from the same route schemas that validate requests. */
-export async function registerOpenApi(app: FastifyInstance, publicBaseUrl: string): Promise<void> {
+export async function registerOpenApi(app: Server, publicBaseUrl: string): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: "3.0.3",

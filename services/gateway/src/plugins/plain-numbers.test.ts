@@ -1,3 +1,5 @@
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import { silentLogger } from "@fundraise/service-kit/testing";
 import Fastify from "fastify";
 import Type from "typebox";
 import { describe, expect, it } from "vitest";
@@ -30,7 +32,10 @@ describe("plain decimal numbers", () => {
   });
 
   it("checks query strings as well as paths, repeated values included", async () => {
-    const app = Fastify({ ajv: { customOptions: { coerceTypes: true } } });
+    const app = Fastify({
+      loggerInstance: silentLogger(),
+      ajv: { customOptions: { coerceTypes: true } },
+    }).withTypeProvider<TypeBoxTypeProvider>();
     registerErrorHandling(app);
     registerPlainNumbers(app);
     app.get(

@@ -1,5 +1,5 @@
 import { ErrorCode, errors } from "@fundraise/protocol";
-import type { FastifyInstance } from "fastify";
+import type { Server } from "../server.ts";
 
 /**
  * Numbers in the path and the query string are plain decimals (behaviour.md §7): the validator
@@ -62,7 +62,7 @@ export function plainNumberProblem(raw: string, kind: NumberKind): string | unde
   return PLAIN_DECIMAL.test(raw) ? undefined : "must be a plain decimal number";
 }
 
-export function registerPlainNumbers(app: FastifyInstance): void {
+export function registerPlainNumbers(app: Server): void {
   app.addHook("preValidation", async (request) => {
     const schema = request.routeOptions.schema;
     if (!schema) return;

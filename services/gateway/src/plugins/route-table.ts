@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifySchema } from "fastify";
+import type { FastifySchema } from "fastify";
+import type { Server } from "../server.ts";
 import type { Access } from "./auth.ts";
 
 /** One registered method + URL, as fastify was given it (schemas are the JSON schemas that validate). */
@@ -18,7 +19,7 @@ declare module "fastify" {
 }
 
 /** Records every route registered after it (register it first). HEAD twins of GET routes are left out. */
-export function registerRouteTable(app: FastifyInstance): void {
+export function registerRouteTable(app: Server): void {
   const table: RouteEntry[] = [];
   app.decorate("routeTable", table);
   app.addHook("onRoute", (route) => {

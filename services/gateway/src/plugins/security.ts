@@ -1,5 +1,5 @@
 import helmet from "@fastify/helmet";
-import type { FastifyInstance } from "fastify";
+import type { Server } from "../server.ts";
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -25,7 +25,7 @@ export const BASELINE_HEADERS: Readonly<Record<string, string>> = {
  * `no-store` unless it declares otherwise, since its answers are sign-in material or depend on the
  * caller. The docs set their own CSP (plugins/openapi.ts).
  */
-export async function registerSecurityHeaders(app: FastifyInstance): Promise<void> {
+export async function registerSecurityHeaders(app: Server): Promise<void> {
   await app.register(helmet, {
     contentSecurityPolicy: {
       useDefaults: false,

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from "fastify";
+import type { Server } from "../server.ts";
 
 type JsonSchema = {
   type?: unknown;
@@ -72,7 +72,7 @@ export function canonicalizeKeys(value: unknown, schema: JsonSchema | undefined)
   return out;
 }
 
-export function registerWireFormat(app: FastifyInstance): void {
+export function registerWireFormat(app: Server): void {
   app.addHook("preValidation", async (request) => {
     const schema = request.routeOptions.schema?.body as JsonSchema | undefined;
     if (schema && request.body !== undefined) request.body = canonicalizeKeys(request.body, schema);

@@ -1,9 +1,10 @@
 import type { Bus } from "@fundraise/bus";
-import { Address, AuthRpc, Jwks, UserLoginRequest, UserRegisterRequest } from "@fundraise/protocol";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { AuthRpc, Jwks, UserLoginRequest, UserRegisterRequest } from "@fundraise/protocol";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import Type from "typebox";
+import type { Server } from "../server.ts";
 import { registerRpcRoute } from "./define.ts";
-import { NoInput } from "./params.ts";
+import { AddressParams, addressParam, NoInput } from "./params.ts";
 
 const tag = "Authentication";
 
@@ -25,7 +26,7 @@ const wantsHtml = (request: FastifyRequest) => {
 
 /** The Authentication controller (behaviour.md §2) and the public keys that verify its tokens. */
 export function registerAuthRoutes(
-  app: FastifyInstance,
+  app: Server,
   bus: Bus,
   options: { authPerMinute: number; publicAppUrl: string },
 ): void {
@@ -38,10 +39,10 @@ export function registerAuthRoutes(
     tag,
     summary: "A fresh single-use nonce for an address (5 minutes)",
     access: "anonymous",
-    params: Type.Object({ address: Address }),
+    input: { params: AddressParams },
     perMinute,
     rpc: AuthRpc.nonce,
-    request: ({ params, ip }) => ({ address: params.address, origin: { ip } }),
+    request: ({ params, ip }) => ({ address: addressParam(params.address), origin: { ip } }),
   });
   registerRpcRoute(app, bus, {
     method: "POST",
@@ -49,7 +50,7 @@ export function registerAuthRoutes(
     tag,
     summary: "Sign in with a signed nonce (legacy `LOGIN: <nonce>`, EIP-4361, EIP-1271); data is the JWT",
     access: "anonymous",
-    body: UserLoginRequest,
+    input: { body: UserLoginRequest },
     perMinute,
     rpc: AuthRpc.login,
     request: ({ body, ip }) => ({ login: body, origin: { ip } }),
@@ -60,7 +61,7 @@ export function registerAuthRoutes(
     tag,
     summary: "Create an account and send the verification e-mail; data is the new user's id",
     access: "anonymous",
-    body: UserRegisterRequest,
+    input: { body: UserRegisterRequest },
     perMinute,
     status: 201,
     rpc: AuthRpc.register,
@@ -72,10 +73,12 @@ export function registerAuthRoutes(
     tag,
     summary: "Follow the e-mail verification link (HTML for browsers, envelope for JSON clients)",
     access: "anonymous",
-    querystring: Type.Object({
-      email: Type.String({ minLength: 1, maxLength: 254 }),
-      token: Type.String({ minLength: 1, maxLength: 128 }),
-    }),
+    input: {
+      querystring: Type.Object({
+        email: Type.String({ minLength: 1, maxLength: 254 }),
+        token: Type.String({ minLength: 1, maxLength: 128 }),
+      }),
+    },
     rpc: AuthRpc.verifyEmail,
     request: ({ query }) => ({ email: query.email, token: query.token }),
     send: (reply: FastifyReply, request: FastifyRequest, data: unknown) =>
@@ -88,7 +91,7 @@ export function registerAuthRoutes(
     tag,
     summary: "Public keys that verify access tokens (JWKS)",
     access: "anonymous",
-    querystring: NoInput,
+    input: { querystring: NoInput },
     rpc: AuthRpc.jwks,
     response: Jwks,
     request: () => ({}),

@@ -1,7 +1,10 @@
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Bus } from "@fundraise/bus";
 import {
   type AppError,
   type Caller,
+  ErrorCode,
+  errors,
   HTTP_STATUS_OF_KIND,
   ok,
   type RequestOf,
@@ -10,9 +13,18 @@ import {
   ServiceResponse,
   toAppError,
 } from "@fundraise/protocol";
-import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from "fastify";
-import Type, { type Static, type TSchema } from "typebox";
+import type {
+  FastifyReply,
+  FastifyRequest,
+  FastifySchema,
+  HTTPMethods,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+  RouteGenericInterface,
+} from "fastify";
+import Type, { type TSchema } from "typebox";
 import type { Access } from "../plugins/auth.ts";
+import type { Server } from "../server.ts";
 
 export const ErrorEnvelope = Type.Object({
   data: Type.Null(),
@@ -20,35 +32,50 @@ export const ErrorEnvelope = Type.Object({
   message: Type.String(),
 });
 
-export interface RouteInput<A extends Access, P, Q, B> {
-  params: P;
-  query: Q;
-  body: B;
+/**
+ * The schemas of a route's path, query string and body. The TypeBox type provider turns each into the
+ * type of the value it validates; a part left out is `unknown` and not validated.
+ */
+export interface InputSchemas {
+  params?: TSchema;
+  querystring?: TSchema;
+  body?: TSchema;
+}
+
+/** A route's schema as fastify gets it: the input parts typed, the rest (tags, response...) open. */
+type RouteSchema<S extends InputSchemas> = FastifySchema & {
+  params: S["params"];
+  querystring: S["querystring"];
+  body: S["body"];
+};
+
+/** A request of a route with these input schemas, typed by the server's type provider (server.ts). */
+type TypedRequest<S extends InputSchemas> = FastifyRequest<
+  RouteGenericInterface,
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RouteSchema<S>,
+  TypeBoxTypeProvider
+>;
+
+export interface RouteInput<C extends Caller | null, S extends InputSchemas> {
+  params: TypedRequest<S>["params"];
+  query: TypedRequest<S>["query"];
+  body: TypedRequest<S>["body"];
   /** Set from a verified token; never null on routes that need a signed-in caller. */
-  caller: A extends "anonymous" ? Caller | null : Caller;
+  caller: C;
   ip: string;
   request: FastifyRequest;
 }
 
-/** One HTTP route of the interface, answered by one RPC: the whole gateway is a table of these. */
-export interface RpcRoute<
-  D extends RpcDescriptor,
-  A extends Access,
-  P extends TSchema,
-  Q extends TSchema,
-  B extends TSchema,
-> {
+interface RouteOptions<D extends RpcDescriptor, S extends InputSchemas> {
   method: HTTPMethods | HTTPMethods[];
   url: string;
   tag: string;
   summary: string;
-  access: A;
-  params?: P;
-  querystring?: Q;
-  body?: B;
+  /** Path, query and body schemas (`{}` when the route takes none): they validate and type the input. */
+  input: S;
   rpc: D;
-  /** Builds the RPC request from the HTTP request; may throw a validation AppError. */
-  request: (input: RouteInput<A, Static<P>, Static<Q>, Static<B>>) => RequestOf<D>;
   /** The HTTP `data` schema when it differs from the RPC's response. */
   response?: TSchema;
   data?: (result: ResponseOf<D>) => unknown;
@@ -66,23 +93,74 @@ export interface RpcRoute<
   cacheControl?: string;
 }
 
-/**
- * `$id`s are dropped from schemas embedded in routes: one shared schema object appears in many
- * routes, and a validator that sees the same `$id` twice refuses it.
- */
-export function inline<T extends TSchema>(schema: T): T {
-  return JSON.parse(JSON.stringify(schema, (key, value) => (key === "$id" ? undefined : value))) as T;
+/** A route anyone may call: the caller is null without a (valid) token. */
+interface AnonymousRoute<D extends RpcDescriptor, S extends InputSchemas> extends RouteOptions<D, S> {
+  access: "anonymous";
+  /** Builds the RPC request from the HTTP request; may throw a validation AppError. */
+  request: (input: RouteInput<Caller | null, S>) => RequestOf<D>;
 }
 
-export function registerRpcRoute<
-  D extends RpcDescriptor,
-  A extends Access,
-  P extends TSchema,
-  Q extends TSchema,
-  B extends TSchema,
->(app: FastifyInstance, bus: Bus, route: RpcRoute<D, A, P, Q, B>): void {
+/** A route for signed-in callers, or for some roles only: the caller is always set. */
+interface SignedInRoute<D extends RpcDescriptor, S extends InputSchemas> extends RouteOptions<D, S> {
+  access: Exclude<Access, "anonymous">;
+  /** Builds the RPC request from the HTTP request; may throw a validation AppError. */
+  request: (input: RouteInput<Caller, S>) => RequestOf<D>;
+}
+
+/** One HTTP route of the interface, answered by one RPC: the whole gateway is a table of these. */
+export type RpcRoute<D extends RpcDescriptor, S extends InputSchemas> =
+  | AnonymousRoute<D, S>
+  | SignedInRoute<D, S>;
+
+/**
+ * `$id`s are dropped from schemas embedded in routes: one shared schema object appears in many
+ * routes, and a validator that sees the same `$id` twice refuses it. Parts set to `undefined` go too.
+ */
+export function inline<T extends object>(schema: T): T {
+  return JSON.parse(JSON.stringify(schema, (key, value) => (key === "$id" ? undefined : value)));
+}
+
+/** The caller of a route that needs one; the auth hook has already answered 401 without it. */
+function signedIn(caller: Caller | null): Caller {
+  if (!caller) throw errors.unauthenticated(ErrorCode.TOKEN_MISSING, "Sign in first.");
+  return caller;
+}
+
+// One signature per kind of route, so that `access` picks the caller's type even as an array of roles.
+export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas>(
+  app: Server,
+  bus: Bus,
+  route: AnonymousRoute<D, S>,
+): void;
+export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas>(
+  app: Server,
+  bus: Bus,
+  route: SignedInRoute<D, S>,
+): void;
+export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas>(
+  app: Server,
+  bus: Bus,
+  route: RpcRoute<D, S>,
+): void {
   const status = route.status ?? 200;
   const dataSchema = inline(route.response ?? route.rpc.response);
+  const schema: RouteSchema<S> = {
+    // Through JSON, which also leaves out the input parts the route does not have.
+    ...inline({
+      tags: [route.tag],
+      summary: route.summary,
+      ...(route.access === "anonymous" ? {} : { security: [{ bearer: [] }] }),
+      params: route.input.params,
+      querystring: route.input.querystring,
+      body: route.input.body,
+    }),
+    // Checked when fastify serializes the answer; typed by the RPC's response, not here.
+    response: {
+      [status]: route.bare ? dataSchema : ServiceResponse(dataSchema),
+      "4xx": ErrorEnvelope,
+      "5xx": ErrorEnvelope,
+    },
+  };
   app.route({
     method: route.method,
     url: route.url,
@@ -92,28 +170,19 @@ export function registerRpcRoute<
       ...(route.perMinute ? { rateLimit: { max: route.perMinute, timeWindow: 60_000 } } : {}),
       ...(route.cacheControl ? { cacheControl: route.cacheControl } : {}),
     },
-    schema: {
-      tags: [route.tag],
-      summary: route.summary,
-      ...(route.access === "anonymous" ? {} : { security: [{ bearer: [] }] }),
-      ...(route.params ? { params: inline(route.params) } : {}),
-      ...(route.querystring ? { querystring: inline(route.querystring) } : {}),
-      ...(route.body ? { body: inline(route.body) } : {}),
-      response: {
-        [status]: route.bare ? dataSchema : ServiceResponse(dataSchema),
-        "4xx": ErrorEnvelope,
-        "5xx": ErrorEnvelope,
-      },
-    },
+    schema,
     handler: async (request, reply) => {
-      const rpcRequest = route.request({
-        params: request.params as Static<P>,
-        query: request.query as Static<Q>,
-        body: request.body as Static<B>,
-        caller: request.caller as RouteInput<A, unknown, unknown, unknown>["caller"],
+      const input = {
+        params: request.params,
+        query: request.query,
+        body: request.body,
         ip: request.ip,
         request,
-      });
+      };
+      const rpcRequest =
+        route.access === "anonymous"
+          ? route.request({ ...input, caller: request.caller })
+          : route.request({ ...input, caller: signedIn(request.caller) });
       let result: ResponseOf<D>;
       let message: string | null;
       try {

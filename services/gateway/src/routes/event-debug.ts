@@ -1,20 +1,20 @@
 import type { Bus } from "@fundraise/bus";
 import { ChainRpc } from "@fundraise/protocol";
-import type { FastifyInstance } from "fastify";
+import type { Server } from "../server.ts";
 import { registerRpcRoute } from "./define.ts";
-import { AddressParams, NoInput } from "./params.ts";
+import { AddressParams, addressParam, NoInput } from "./params.ts";
 
 const tag = "EventDebug";
 
 /** Chain data is public: every event-debug route is anonymous and served from the index. */
-export function registerEventDebugRoutes(app: FastifyInstance, bus: Bus): void {
+export function registerEventDebugRoutes(app: Server, bus: Bus): void {
   registerRpcRoute(app, bus, {
     method: "GET",
     url: "/EventDebug/Debug",
     tag,
     summary: "ProjectEvaluation logs",
     access: "anonymous",
-    querystring: NoInput,
+    input: { querystring: NoInput },
     rpc: ChainRpc.evaluationLogs,
     request: () => ({}),
   });
@@ -24,9 +24,9 @@ export function registerEventDebugRoutes(app: FastifyInstance, bus: Bus): void {
     tag,
     summary: "WhitelistInsert logs of an address",
     access: "anonymous",
-    params: AddressParams,
+    input: { params: AddressParams },
     rpc: ChainRpc.whitelistInsertLogs,
-    request: ({ params }) => ({ address: params.address }),
+    request: ({ params }) => ({ address: addressParam(params.address) }),
   });
   registerRpcRoute(app, bus, {
     method: "GET",
@@ -34,9 +34,9 @@ export function registerEventDebugRoutes(app: FastifyInstance, bus: Bus): void {
     tag,
     summary: "WhitelistRemove logs of an address",
     access: "anonymous",
-    params: AddressParams,
+    input: { params: AddressParams },
     rpc: ChainRpc.whitelistRemoveLogs,
-    request: ({ params }) => ({ address: params.address }),
+    request: ({ params }) => ({ address: addressParam(params.address) }),
   });
   registerRpcRoute(app, bus, {
     method: "GET",
@@ -44,8 +44,8 @@ export function registerEventDebugRoutes(app: FastifyInstance, bus: Bus): void {
     tag,
     summary: "Whether an address is whitelisted on chain",
     access: "anonymous",
-    params: AddressParams,
+    input: { params: AddressParams },
     rpc: ChainRpc.whitelisted,
-    request: ({ params }) => ({ address: params.address }),
+    request: ({ params }) => ({ address: addressParam(params.address) }),
   });
 }

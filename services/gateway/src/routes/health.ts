@@ -1,8 +1,8 @@
 import type { Bus } from "@fundraise/bus";
 import { ErrorCode, errors } from "@fundraise/protocol";
-import type { FastifyInstance } from "fastify";
 import type { Redis } from "ioredis";
 import { send } from "../plugins/error-handler.ts";
+import type { Server } from "../server.ts";
 
 export interface Readiness {
   ready: boolean;
@@ -27,7 +27,7 @@ export function createReadinessCheck(deps: { bus: Bus; redis: Redis }): () => Pr
  * "not ready"; which dependency is missing goes to the log (when it changes) and to the internal
  * port's `/readyz` (internal.ts).
  */
-export function registerHealthRoutes(app: FastifyInstance, check: () => Promise<Readiness>): void {
+export function registerHealthRoutes(app: Server, check: () => Promise<Readiness>): void {
   const config = { cacheControl: "no-store" };
   app.get("/healthz", { config, schema: { tags: ["Operations"], summary: "Liveness" } }, async () => ({
     data: "ok",

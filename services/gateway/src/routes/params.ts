@@ -1,4 +1,4 @@
-import { Address, ErrorCode, errors } from "@fundraise/protocol";
+import { ADDRESS_PROBLEM, Address, ErrorCode, errors, parseAddress } from "@fundraise/protocol";
 import Type from "typebox";
 
 /**
@@ -10,6 +10,17 @@ export const Int32 = Type.Integer({ minimum: 0, maximum: 2_147_483_647, descript
 export const IdParams = Type.Object({ id: Int32 });
 export const AddressParams = Type.Object({ address: Address });
 export const NoInput = Type.Object({});
+
+/**
+ * A path address as EIP-55, under the platform's one rule (protocol address.ts): the schema's pattern
+ * checks the shape, this the checksum of a mixed-case address. Anything else is the caller's 400.
+ */
+export function addressParam(value: string, field = "address"): string {
+  const address = parseAddress(value);
+  if (!address)
+    throw errors.validation(ErrorCode.VALIDATION_FAILED, `Invalid params: /${field} ${ADDRESS_PROBLEM}.`);
+  return address;
+}
 
 /** Decodes a hex string (optional `0x`) to bytes; anything else is the caller's 400. */
 export function hexToBytes(hex: string, field: string): Uint8Array {

@@ -1,7 +1,7 @@
 import type { Bus } from "@fundraise/bus";
 import { PROJECT_STATUSES, ProjectRequest, ProjectsRpc } from "@fundraise/protocol";
-import type { FastifyInstance } from "fastify";
 import Type, { type Static } from "typebox";
+import type { Server } from "../server.ts";
 import { registerRpcRoute } from "./define.ts";
 import { hexToBytes, IdParams, Int32, NoInput, oneOf } from "./params.ts";
 
@@ -20,7 +20,7 @@ function toProjectWrite(body: Static<typeof ProjectRequest>) {
 }
 
 /** The Project controller (spec "Project controller", behaviour.md §4). */
-export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBodyLimit: number): void {
+export function registerProjectRoutes(app: Server, bus: Bus, uploadBodyLimit: number): void {
   const WithHexQuery = Type.Object({ withHex: Type.Optional(Type.Boolean()) });
 
   registerRpcRoute(app, bus, {
@@ -29,7 +29,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
     tag,
     summary: "Visible projects; withHex adds the file content as hex",
     access: "anonymous",
-    querystring: WithHexQuery,
+    input: { querystring: WithHexQuery },
     rpc: ProjectsRpc.list,
     request: ({ caller, query }) => ({ caller, withHex: query.withHex ?? false }),
   });
@@ -39,7 +39,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
     tag,
     summary: "One visible project",
     access: "anonymous",
-    params: IdParams,
+    input: { params: IdParams },
     rpc: ProjectsRpc.get,
     request: ({ caller, params }) => ({ caller, id: params.id }),
   });
@@ -49,7 +49,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
     tag,
     summary: "Update a project (members)",
     access: "signed-in",
-    body: ProjectRequest,
+    input: { body: ProjectRequest },
     bodyLimit: uploadBodyLimit,
     rpc: ProjectsRpc.update,
     request: ({ caller, body }) => ({ caller, project: toProjectWrite(body) }),
@@ -60,7 +60,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
     tag,
     summary: "Delete a project (Admin or Owner) before its auction exists",
     access: "signed-in",
-    params: IdParams,
+    input: { params: IdParams },
     rpc: ProjectsRpc.delete,
     request: ({ caller, params }) => ({ caller, id: params.id }),
   });
@@ -70,7 +70,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
     tag,
     summary: "Propose a project: its file (and image) go to IPFS",
     access: "signed-in",
-    body: ProjectRequest,
+    input: { body: ProjectRequest },
     bodyLimit: uploadBodyLimit,
     status: 201,
     rpc: ProjectsRpc.add,
@@ -82,7 +82,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
     tag,
     summary: "Rate a project from 0 to 5",
     access: "signed-in",
-    params: Type.Object({ id: Int32, rating: Type.Number() }),
+    input: { params: Type.Object({ id: Int32, rating: Type.Number() }) },
     rpc: ProjectsRpc.rate,
     request: ({ caller, params }) => ({ caller, id: params.id, rating: params.rating }),
   });
@@ -92,7 +92,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
     tag,
     summary: "Visible projects with a status: Approved, Pending or Rejected",
     access: "anonymous",
-    params: Type.Object({ status: Type.String({ maxLength: 32 }) }),
+    input: { params: Type.Object({ status: Type.String({ maxLength: 32 }) }) },
     rpc: ProjectsRpc.byStatus,
     request: ({ caller, params }) => ({ caller, status: oneOf(params.status, PROJECT_STATUSES, "status") }),
   });
@@ -102,7 +102,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
     tag,
     summary: "Re-derive the status from the chain's ProjectEvaluation now",
     access: "signed-in",
-    params: IdParams,
+    input: { params: IdParams },
     rpc: ProjectsRpc.syncStatus,
     request: ({ caller, params }) => ({ caller, id: params.id }),
   });
@@ -112,8 +112,10 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
     tag,
     summary: "Replace the markdown; a JSON body {markDown} wins over the path",
     access: "signed-in",
-    params: Type.Object({ id: Int32, markdown: Type.String() }),
-    body: Type.Optional(Type.Union([Type.Null(), Type.Object({ markDown: Type.Optional(Type.String()) })])),
+    input: {
+      params: Type.Object({ id: Int32, markdown: Type.String() }),
+      body: Type.Optional(Type.Union([Type.Null(), Type.Object({ markDown: Type.Optional(Type.String()) })])),
+    },
     bodyLimit: uploadBodyLimit,
     rpc: ProjectsRpc.updateMarkdown,
     request: ({ caller, params, body }) => ({
@@ -129,7 +131,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
       tag,
       summary: "Projects where the caller is an accepted member",
       access: "signed-in",
-      params: Type.Object({ withHex: Type.Optional(Type.Boolean()) }),
+      input: { params: Type.Object({ withHex: Type.Optional(Type.Boolean()) }) },
       rpc: ProjectsRpc.listPermissioned,
       request: ({ caller, params }) => ({ caller, withHex: params.withHex ?? false }),
     });
@@ -140,7 +142,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
     tag,
     summary: "Projects where the caller has a pending invitation",
     access: "signed-in",
-    querystring: NoInput,
+    input: { querystring: NoInput },
     rpc: ProjectsRpc.listInvited,
     request: ({ caller }) => ({ caller }),
   });
@@ -150,7 +152,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
     tag,
     summary: "The top N visible projects by rating (N ≤ 100)",
     access: "anonymous",
-    params: Type.Object({ numberOfProjects: Int32 }),
+    input: { params: Type.Object({ numberOfProjects: Int32 }) },
     rpc: ProjectsRpc.top,
     request: ({ caller, params }) => ({ caller, count: params.numberOfProjects }),
   });
@@ -161,7 +163,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
       tag,
       summary: "File hashes: of started auctions (signed in), or all (admin)",
       access: "signed-in",
-      params: Type.Object({ areOnlyAuctionsStarted: Type.Optional(Type.Boolean()) }),
+      input: { params: Type.Object({ areOnlyAuctionsStarted: Type.Optional(Type.Boolean()) }) },
       rpc: ProjectsRpc.hashes,
       request: ({ caller, params }) => ({
         caller,
@@ -175,7 +177,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
     tag,
     summary: "A viewer accepts (true) or rejects (false) a proposal",
     access: ["Viewer", "Admin"],
-    params: Type.Object({ id: Int32, reply: Type.Boolean() }),
+    input: { params: Type.Object({ id: Int32, reply: Type.Boolean() }) },
     rpc: ProjectsRpc.viewerReply,
     request: ({ caller, params }) => ({ caller, id: params.id, reply: params.reply }),
   });
@@ -185,7 +187,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
     tag,
     summary: "Projects awaiting a viewer (Viewer, Admin)",
     access: ["Viewer", "Admin"],
-    querystring: NoInput,
+    input: { querystring: NoInput },
     rpc: ProjectsRpc.viewerQueue,
     request: ({ caller }) => ({ caller }),
   });
@@ -196,7 +198,7 @@ export function registerProjectRoutes(app: FastifyInstance, bus: Bus, uploadBody
       tag,
       summary: "Re-read the project's auction flags from the chain index now (members)",
       access: "signed-in",
-      params: IdParams,
+      input: { params: IdParams },
       rpc: ProjectsRpc.syncAuction,
       request: ({ caller, params }) => ({ caller, id: params.id }),
     });

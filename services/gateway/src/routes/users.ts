@@ -1,20 +1,21 @@
 import type { Bus } from "@fundraise/bus";
 import { ProjectPermissionRequest, ProjectsRpc, UserDto, UsersRpc, UserUpdate } from "@fundraise/protocol";
-import type { FastifyInstance } from "fastify";
 import Type from "typebox";
+import type { Server } from "../server.ts";
 import { registerRpcRoute } from "./define.ts";
 import { IdParams, Int32, NoInput } from "./params.ts";
 
 const tag = "User";
 
 /** The User controller (spec "User controller", behaviour.md §3). */
-export function registerUserRoutes(app: FastifyInstance, bus: Bus): void {
+export function registerUserRoutes(app: Server, bus: Bus): void {
   registerRpcRoute(app, bus, {
     method: "GET",
     url: "/user/get",
     tag,
     summary: "The caller's own user, with pending invitations",
     access: "signed-in",
+    input: {},
     rpc: UsersRpc.get,
     request: ({ caller }) => ({ caller }),
   });
@@ -26,7 +27,7 @@ export function registerUserRoutes(app: FastifyInstance, bus: Bus): void {
     access: "signed-in",
     // One object schema, not an intersection: body keys are matched against its properties, and
     // unknown ones (the client sends `address`) are ignored anyway.
-    body: UserUpdate,
+    input: { body: UserUpdate },
     rpc: UsersRpc.update,
     request: ({ caller, body }) => ({
       caller,
@@ -44,6 +45,7 @@ export function registerUserRoutes(app: FastifyInstance, bus: Bus): void {
     tag,
     summary: "Delete the caller's own account",
     access: "signed-in",
+    input: {},
     rpc: UsersRpc.deleteSelf,
     request: ({ caller }) => ({ caller }),
   });
@@ -53,7 +55,7 @@ export function registerUserRoutes(app: FastifyInstance, bus: Bus): void {
     tag,
     summary: "Delete a user account (admin)",
     access: ["Admin"],
-    params: IdParams,
+    input: { params: IdParams },
     rpc: UsersRpc.delete,
     request: ({ caller, params }) => ({ caller, id: params.id }),
   });
@@ -63,7 +65,7 @@ export function registerUserRoutes(app: FastifyInstance, bus: Bus): void {
     tag,
     summary: "Invite a user to a project (Owner or Co-Owner)",
     access: "signed-in",
-    body: ProjectPermissionRequest,
+    input: { body: ProjectPermissionRequest },
     rpc: ProjectsRpc.invite,
     status: 201,
     request: ({ caller, body }) => ({ caller, request: body }),
@@ -74,7 +76,7 @@ export function registerUserRoutes(app: FastifyInstance, bus: Bus): void {
     tag,
     summary: "Accept or decline a project invitation",
     access: "signed-in",
-    body: ProjectPermissionRequest,
+    input: { body: ProjectPermissionRequest },
     rpc: ProjectsRpc.reply,
     request: ({ caller, body }) => ({ caller, request: body }),
   });
@@ -84,6 +86,7 @@ export function registerUserRoutes(app: FastifyInstance, bus: Bus): void {
     tag,
     summary: "All users (admin)",
     access: ["Admin"],
+    input: {},
     rpc: UsersRpc.list,
     request: ({ caller }) => ({ caller }),
   });
@@ -93,7 +96,7 @@ export function registerUserRoutes(app: FastifyInstance, bus: Bus): void {
     tag,
     summary: "Number of verified users",
     access: "anonymous",
-    querystring: NoInput,
+    input: { querystring: NoInput },
     rpc: UsersRpc.count,
     request: () => ({}),
   });
@@ -103,7 +106,7 @@ export function registerUserRoutes(app: FastifyInstance, bus: Bus): void {
     tag,
     summary: "The project's Owner and Co-Owners (members, admin)",
     access: "signed-in",
-    params: Type.Object({ projectID: Int32 }),
+    input: { params: Type.Object({ projectID: Int32 }) },
     rpc: ProjectsRpc.coOwners,
     response: Type.Array(UserDto),
     request: ({ caller, params }) => ({ caller, projectID: params.projectID }),
@@ -114,7 +117,7 @@ export function registerUserRoutes(app: FastifyInstance, bus: Bus): void {
     tag,
     summary: "Remove a collaborator or pending invitation, or leave a project",
     access: "signed-in",
-    body: ProjectPermissionRequest,
+    input: { body: ProjectPermissionRequest },
     rpc: ProjectsRpc.removeCollaborator,
     request: ({ caller, body }) => ({ caller, request: body }),
   });
@@ -124,7 +127,9 @@ export function registerUserRoutes(app: FastifyInstance, bus: Bus): void {
     tag,
     summary: "Set a user's role (admin)",
     access: ["Admin"],
-    params: Type.Object({ address: Type.String({ maxLength: 64 }), role: Type.String({ maxLength: 32 }) }),
+    input: {
+      params: Type.Object({ address: Type.String({ maxLength: 64 }), role: Type.String({ maxLength: 32 }) }),
+    },
     rpc: UsersRpc.updateRole,
     request: ({ caller, params }) => ({ caller, address: params.address, role: params.role }),
   });

@@ -3,11 +3,12 @@ import type { Bus } from "@fundraise/bus";
 import { createInMemoryBus } from "@fundraise/bus/testing";
 import { AuthRpc, type UserRole } from "@fundraise/protocol";
 import { silentLogger } from "@fundraise/service-kit/testing";
-import type { FastifyInstance } from "fastify";
+
 import { Redis } from "ioredis";
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
 import { buildGateway } from "../app.ts";
 import { loadConfig } from "../config.ts";
+import type { Server } from "../server.ts";
 
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -43,7 +44,7 @@ export async function createTestSigner() {
 }
 
 export interface Harness {
-  app: FastifyInstance;
+  app: Server;
   bus: ReturnType<typeof createInMemoryBus>;
   redis: Redis;
   prefix: string;

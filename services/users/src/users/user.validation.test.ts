@@ -73,6 +73,8 @@ describe("parseAddress", () => {
     `${checksummed}00`,
     checksummed.slice(2),
     "0xZZ38Da6a701c568545dCfcB03FcB875f56beddC4",
+    // Mixed case with a wrong EIP-55 checksum (one letter's case changed): a typo, not the same wallet.
+    "0x5b38Da6a701c568545dCfcB03FcB875f56beddC4",
   ])("refuses %j", (value) => expect(parseAddress(value)).toBeUndefined());
 });
 

@@ -11,7 +11,6 @@ import {
   USERNAME_PATTERN,
   type UserRole,
 } from "@fundraise/protocol";
-import { getAddress } from "ethers";
 
 /**
  * Pure checks of user input (behaviour.md §2-§3, §7), shared by register and update. The text rules
@@ -20,8 +19,6 @@ import { getAddress } from "ethers";
  */
 
 export { EMAIL_MAX, NAME_MAX, USERNAME_PATTERN };
-
-const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
 
 export interface Profile {
   name: string;
@@ -49,13 +46,11 @@ export function parseRole(value: string): UserRole | undefined {
 }
 
 /**
- * An EVM address in any letter case as EIP-55, or undefined. The checksum of mixed-case input is not
- * enforced: addresses are compared case-insensitively, so a wrongly cased one still names one wallet.
+ * An address as EIP-55, or undefined: the protocol's one rule (`packages/protocol/src/address.ts`), the
+ * same as the auth service's and the gateway's. Lower- or upper-case digits are checksummed; mixed case
+ * must carry a valid EIP-55 checksum (a wrong one is a typo, refused).
  */
-export function parseAddress(value: string): string | undefined {
-  const trimmed = value.trim();
-  return ADDRESS_PATTERN.test(trimmed) ? getAddress(trimmed.toLowerCase()) : undefined;
-}
+export { parseAddress } from "@fundraise/protocol";
 
 function invalid(field: keyof Profile, message: string): never {
   throw errors.validation(ErrorCode.VALIDATION_FAILED, `Invalid ${field}: ${message}.`, {

@@ -1,0 +1,65 @@
+import type { Bus } from "@fundraise/bus";
+import type { Logger, ServiceApp } from "@fundraise/service-kit";
+import { Redis } from "ioredis";
+import { buildGateway } from "./app.ts";
+import type { GatewayConfig } from "./config.ts";
+import { buildInternalApp } from "./internal.ts";
+import { createMetrics } from "./plugins/metrics.ts";
+import { createReadinessCheck } from "./routes/health.ts";
+
+const LOCAL_URL = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:|\/|$)/;
+
+/**
+ * The gateway as a running service (runService's `start`): Redis, the app on the public port, metrics and
+ * detailed readiness on the internal one. HTTP is its intake, closed first on shutdown; Redis and the
+ * internal listener close last.
+ */
+export async function startGateway(deps: {
+  config: GatewayConfig;
+  log: Logger;
+  bus: Bus;
+}): Promise<ServiceApp> {
+  const { config, log, bus } = deps;
+  if (config.corsOrigins === true && !LOCAL_URL.test(config.publicBaseUrl)) {
+    log.warn(
+      { publicBaseUrl: config.publicBaseUrl },
+      "CORS_ORIGINS is * on a public deployment: list the web client's origins",
+    );
+  }
+  const redis = new Redis(config.redis.url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    lazyConnect: true,
+  });
+  redis.on("error", (err) => log.warn({ err }, "redis connection error"));
+  await redis.connect().catch((err: unknown) => log.warn({ err }, "redis not reachable yet; retrying"));
+  const metrics = createMetrics();
+  const app = await buildGateway({ config, bus, redis, log, metrics });
+
+  // Metrics and detailed readiness on their own port, never the public one. Not worth an outage: a
+  // port that cannot be bound is logged and the API runs without it.
+  const internal =
+    config.metrics.port === 0
+      ? undefined
+      : await buildInternalApp({
+          metrics,
+          readiness: createReadinessCheck({ bus, redis }),
+          log: log.child({ listener: "internal" }),
+        });
+  await internal
+    ?.listen({ port: config.metrics.port, host: config.metrics.host })
+    .then((url) => log.info({ url: `${url}/metrics` }, "metrics listening"))
+    .catch((err: unknown) =>
+      log.error({ err, port: config.metrics.port }, "metrics port unavailable; set METRICS_PORT (0 = off)"),
+    );
+
+  const address = await app.listen({ port: config.http.port, host: config.http.host });
+  log.info({ url: address, docs: `${address}/docs` }, "gateway listening");
+  return {
+    closeIntake: () => app.close(),
+    async stop() {
+      await internal?.close();
+      redis.disconnect();
+    },
+  };
+}
