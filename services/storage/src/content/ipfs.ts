@@ -1,0 +1,119 @@
+import { isAppError } from "@fundraise/protocol";
+import { create } from "kubo-rpc-client";
+import type { CID } from "multiformats/cid";
+import { StorageErrors } from "./content.errors.ts";
+
+/**
+ * Kubo's default `ipfs add`, passed explicitly on every add (architecture.md, "Storage and IPFS"): a node
+ * with other `Import.*` settings still gives the CIDs the chain and the original system know.
+ */
+export const KUBO_ADD_OPTIONS = {
+  cidVersion: 0,
+  rawLeaves: false,
+  chunker: "size-262144",
+  hashAlg: "sha2-256",
+  trickle: false,
+  pin: true,
+} as const;
+
+/** `hello world\n` under Kubo's defaults: the start-up check. */
+export const SELF_CHECK = { content: "hello world\n", cid: "QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o" };
+
+/** What the storage service needs of IPFS. One implementation: a Kubo RPC API through kubo-rpc-client. */
+export interface Ipfs {
+  /** Adds the files as one directory (`ipfs add --wrap-with-directory`), pinned; answers its CID. */
+  addDirectory(files: { name: string; content: Uint8Array }[]): Promise<CID>;
+  /** Hashes `hello world\n` without storing it and fails unless it is Kubo's CID. */
+  selfCheck(): Promise<{ version: string }>;
+  /** The bytes at `/ipfs/<path>`; a block the node cannot find fails fast (404), a slow node is 504. */
+  cat(path: string, maxBytes: number): Promise<Uint8Array>;
+  /** Unpins the CID; false when it was not pinned (Kubo: "not pinned or pinned indirectly"). */
+  unpin(cid: CID): Promise<boolean>;
+}
+
+/** A kubo-rpc-client or fetch failure as the platform's error: down 503, slow 504, missing 404. */
+export function translateIpfsError(error: unknown): Error {
+  if (isAppError(error)) return error;
+  const name = (error as { name?: string } | null)?.name;
+  const message = error instanceof Error ? error.message : String(error);
+  if (name === "TimeoutError" || name === "AbortError") return StorageErrors.timeout(error);
+  if (name === "HTTPError") {
+    if (/not found|could not find|no link named/i.test(message)) return StorageErrors.notFound(error);
+    return StorageErrors.unavailable(error);
+  }
+  // Connection refused or reset, DNS: fetch's TypeError and friends.
+  return StorageErrors.unavailable(error);
+}
+
+export function createKuboIpfs(options: { url: string; timeoutMs: number; readTimeoutMs: number }): Ipfs {
+  // kubo-rpc-client 7.1.0 ignores its own `timeout` option: every call gets an AbortSignal instead.
+  const client = create({ url: options.url });
+  const deadline = (ms: number) => ({ signal: AbortSignal.timeout(ms) });
+  const guard = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      throw translateIpfsError(error);
+    }
+  };
+
+  return {
+    addDirectory: (files) =>
+      guard(async () => {
+        let root: CID | undefined;
+        const source = files.map((f) => ({ path: f.name, content: f.content }));
+        for await (const entry of client.addAll(source, {
+          ...KUBO_ADD_OPTIONS,
+          wrapWithDirectory: true,
+          ...deadline(options.timeoutMs),
+        })) {
+          if (entry.path === "") root = entry.cid;
+        }
+        if (root === undefined) throw StorageErrors.unavailable(new Error("add answered no directory"));
+        return root;
+      }),
+
+    async selfCheck() {
+      const { version, cid } = await guard(async () => {
+        const { version } = await client.version(deadline(options.timeoutMs));
+        const { cid } = await client.add(new TextEncoder().encode(SELF_CHECK.content), {
+          ...KUBO_ADD_OPTIONS,
+          onlyHash: true,
+          ...deadline(options.timeoutMs),
+        });
+        return { version, cid: cid.toString() };
+      });
+      // Not an IPFS failure to retry: the node works, and would give other CIDs than Kubo's defaults.
+      if (cid !== SELF_CHECK.cid) {
+        throw new Error(
+          `IPFS at ${options.url} hashes "hello world\\n" to ${cid} with Kubo's default import options, ` +
+            `not ${SELF_CHECK.cid}: its import settings differ, so its CIDs would not match the chain's.`,
+        );
+      }
+      return { version };
+    },
+
+    cat: (path, maxBytes) =>
+      guard(async () => {
+        const chunks: Uint8Array[] = [];
+        let size = 0;
+        for await (const chunk of client.cat(path, deadline(options.readTimeoutMs))) {
+          size += chunk.byteLength;
+          if (size > maxBytes) throw StorageErrors.unavailable(new Error(`content over ${maxBytes} bytes`));
+          chunks.push(chunk);
+        }
+        return Buffer.concat(chunks, size);
+      }),
+
+    unpin: (cid) =>
+      guard(async () => {
+        try {
+          await client.pin.rm(cid, deadline(options.timeoutMs));
+          return true;
+        } catch (error) {
+          if (/not pinned/.test(error instanceof Error ? error.message : "")) return false;
+          throw error;
+        }
+      }),
+  };
+}

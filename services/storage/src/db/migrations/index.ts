@@ -1,0 +1,6 @@
+import { Migration20261125000000_storage } from "./Migration20261125000000_storage.ts";
+
+/** Every migration of the storage schema, oldest first; applied at start-up. Never edit a committed one. */
+export const migrations = [
+  { name: "Migration20261125000000_storage", class: Migration20261125000000_storage },
+];

@@ -1,0 +1,156 @@
+import { randomBytes } from "node:crypto";
+import { kuboDirectoryCidOf } from "@fundraise/ipfs-node";
+import { ErrorCode, StorageErrorCode, StorageEvents, StorageRpc } from "@fundraise/protocol";
+import { create } from "kubo-rpc-client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fileHashOf } from "../content/file-hash.ts";
+import {
+  expectAppError,
+  type Harness,
+  outboxPayloads,
+  pinRows,
+  REAL_KUBO_URL,
+  receivedEvent,
+  startHarness,
+} from "../test/harness.ts";
+
+const where = REAL_KUBO_URL
+  ? `a real Kubo at ${REAL_KUBO_URL}`
+  : "the Kubo-RPC stand-in (packages/ipfs-node, not Kubo)";
+const MAX_FILE = 1_048_576;
+const MAX_IMAGE = 262_144;
+
+describe(`storage.content.* over RabbitMQ, on ${where}`, () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness("content", {
+      MAX_FILE_BYTES: String(MAX_FILE),
+      MAX_IMAGE_BYTES: String(MAX_IMAGE),
+    });
+  });
+  afterAll(async () => h?.stop());
+
+  it("uploads a whitepaper and an image as one directory: Kubo's CID, recorded, announced", async () => {
+    const file = randomBytes(600_000);
+    const image = randomBytes(70_000);
+    const started = performance.now();
+    const answer = await h.client.call(StorageRpc.upload, { file, image, reason: "project:add" });
+    const ms = performance.now() - started;
+    const expected = await kuboDirectoryCidOf({ whitepaper: file, image });
+    expect(answer).toEqual({
+      cid: expected.toString(),
+      fileHash: fileHashOf(expected),
+      imagePath: `/ipfs/${expected}/image`,
+    });
+    expect(answer.fileHash).toMatch(/^[0-9A-F]{64}$/);
+    expect(ms).toBeLessThan(5000);
+    const rows = (await pinRows(h.sql)).filter((r) => r.file_hash === answer.fileHash);
+    expect(rows).toEqual([
+      {
+        cid: answer.cid,
+        file_hash: answer.fileHash,
+        reason: "project:add",
+        unpinned_at: null,
+        unpin_reason: null,
+      },
+    ]);
+    await receivedEvent(h, StorageEvents.pinned, { fileHash: answer.fileHash, cid: answer.cid });
+  });
+
+  it("without an image the directory holds only `whitepaper`; read gives the bytes back as bytes", async () => {
+    const file = randomBytes(300_000);
+    const answer = await h.client.call(StorageRpc.upload, { file, image: null, reason: "project:add" });
+    const expected = await kuboDirectoryCidOf({ whitepaper: file });
+    expect(answer.cid).toBe(expected.toString());
+    expect(answer.imagePath).toBeNull();
+    const read = await h.client.call(StorageRpc.read, { fileHash: answer.fileHash });
+    expect(read).toBeInstanceOf(Uint8Array);
+    expect(Buffer.compare(Buffer.from(read), file)).toBe(0);
+  });
+
+  it("the same bytes twice: the same fileHash and one live row, one event", async () => {
+    const file = randomBytes(1000);
+    const first = await h.client.call(StorageRpc.upload, { file, image: null, reason: "a" });
+    const second = await h.client.call(StorageRpc.upload, { file, image: null, reason: "b" });
+    expect(second).toEqual(first);
+    expect((await pinRows(h.sql)).filter((r) => r.file_hash === first.fileHash)).toHaveLength(1);
+    const pinned = await outboxPayloads(h.sql, StorageEvents.pinned);
+    expect(pinned.filter((p) => p.fileHash === first.fileHash)).toHaveLength(1);
+  });
+
+  it("remove unpins on the node and records it; a second remove answers false", async () => {
+    const file = randomBytes(2000);
+    const { fileHash, cid } = await h.client.call(StorageRpc.upload, { file, image: null, reason: "r" });
+    const ipfs = create({ url: h.ipfsUrl });
+    const pinned = async () => {
+      const all: string[] = [];
+      for await (const pin of ipfs.pin.ls({ type: "recursive" })) all.push(pin.cid.toString());
+      return all.includes(cid);
+    };
+    expect(await pinned()).toBe(true);
+    expect(await h.client.call(StorageRpc.remove, { fileHash, reason: "project:delete" })).toBe(true);
+    expect(await pinned()).toBe(false);
+    const [row] = (await pinRows(h.sql)).filter((r) => r.file_hash === fileHash);
+    expect(row?.unpinned_at).toBeInstanceOf(Date);
+    expect(row?.unpin_reason).toBe("project:delete");
+    await receivedEvent(h, StorageEvents.unpinned, { fileHash, cid });
+    expect(await h.client.call(StorageRpc.remove, { fileHash })).toBe(false);
+    // Uploading it again pins it again, as a new row.
+    await h.client.call(StorageRpc.upload, { file, image: null, reason: "again" });
+    expect(
+      (await pinRows(h.sql)).filter((r) => r.file_hash === fileHash && r.unpinned_at === null),
+    ).toHaveLength(1);
+  });
+
+  it.skipIf(REAL_KUBO_URL !== undefined)(
+    "reading content the node does not have fails fast with 404",
+    async () => {
+      const started = performance.now();
+      await expectAppError(
+        h.client.call(StorageRpc.read, { fileHash: randomBytes(32).toString("hex").toUpperCase() }),
+        "not_found",
+        StorageErrorCode.CONTENT_NOT_FOUND,
+      );
+      expect(performance.now() - started).toBeLessThan(1000);
+    },
+  );
+
+  it("refuses bad input: empty file 400, too large 413, a lower-case or short fileHash 400", async () => {
+    await expectAppError(
+      h.client.call(StorageRpc.upload, { file: new Uint8Array(0), image: null, reason: "x" }),
+      "validation",
+      StorageErrorCode.CONTENT_EMPTY,
+    );
+    await expectAppError(
+      h.client.call(StorageRpc.upload, { file: new Uint8Array(1), image: new Uint8Array(0), reason: "x" }),
+      "validation",
+      StorageErrorCode.CONTENT_EMPTY,
+    );
+    await expectAppError(
+      h.client.call(StorageRpc.upload, { file: new Uint8Array(MAX_FILE + 1), image: null, reason: "x" }),
+      "payload_too_large",
+      ErrorCode.PAYLOAD_TOO_LARGE,
+    );
+    await expectAppError(
+      h.client.call(StorageRpc.upload, {
+        file: new Uint8Array(1),
+        image: new Uint8Array(MAX_IMAGE + 1),
+        reason: "x",
+      }),
+      "payload_too_large",
+      ErrorCode.PAYLOAD_TOO_LARGE,
+    );
+    await expectAppError(
+      h.client.call(StorageRpc.read, { fileHash: "ab".repeat(32) }),
+      "validation",
+      ErrorCode.VALIDATION_FAILED,
+    );
+    await expectAppError(
+      h.client.call(StorageRpc.remove, { fileHash: "AB" }),
+      "validation",
+      ErrorCode.VALIDATION_FAILED,
+    );
+    const sizes = (await pinRows(h.sql)).length;
+    expect(sizes).toBeGreaterThan(0);
+  });
+});
