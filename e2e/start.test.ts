@@ -16,19 +16,26 @@ let start: ChildProcess;
 let output = "";
 let port: number;
 let chainPort: number;
+let ipfsPort: number;
 let metricsPort: number;
 const database = `t_start_${randomBytes(5).toString("hex")}`;
 const stateDir = mkdtempSync(join(tmpdir(), "fundraise-start-"));
 
 beforeAll(async () => {
   vhost = await createTestVhost("e2e");
-  [port, chainPort, metricsPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  [port, chainPort, metricsPort, ipfsPort] = await Promise.all([
+    freePort(),
+    freePort(),
+    freePort(),
+    freePort(),
+  ]);
   start = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
     cwd: root,
     env: {
       ...process.env,
       PORT: String(port),
       CHAIN_PORT: String(chainPort),
+      IPFS_PORT: String(ipfsPort),
       METRICS_PORT: String(metricsPort),
       // A database that does not exist yet: start creates it.
       DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
@@ -98,11 +105,20 @@ describe("pnpm start", () => {
     expect(((await res.json()) as { result: string }).result).toBe("0x7a69");
   });
 
+  it("runs a local IPFS stand-in, and every service stays up (storage on that node)", async () => {
+    const res = await fetch(`http://127.0.0.1:${ipfsPort}/api/v0/version`, { method: "POST" });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { Version: string }).Version).toMatch(/stand-in/);
+    expect(output).not.toContain("service exited");
+    expect(output).not.toContain("failed to start");
+  });
+
   it("stops every process cleanly on Ctrl-C", async () => {
     const exited = new Promise<number | null>((resolve) => start.once("exit", (code) => resolve(code)));
     start.kill("SIGINT");
     expect(await exited).toBe(0);
     await expect(fetch(`http://localhost:${port}/healthz`)).rejects.toThrow();
     await expect(fetch(`http://127.0.0.1:${chainPort}`, { method: "POST" })).rejects.toThrow();
+    await expect(fetch(`http://127.0.0.1:${ipfsPort}/api/v0/version`, { method: "POST" })).rejects.toThrow();
   });
 });

@@ -1,6 +1,8 @@
 /**
  * `pnpm start`: the whole system on one machine with local defaults (architecture.md, "Running it").
- * Creates the database when missing, starts a local chain when CHAIN_RPC_URL is unset, starts every
+ * Creates the database when missing, starts a local chain when CHAIN_RPC_URL is unset and a local
+ * Kubo-RPC stand-in (packages/ipfs-node, data in .local/ipfs) when IPFS_API_URL is unset or a loopback URL
+ * where nothing answers, starts every
  * service as its own process, prints the gateway URL, and stops everything cleanly on Ctrl-C.
  *
  * The services write JSON log lines; this script reads them and, on a terminal, prints each event as one
@@ -13,6 +15,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { styleText } from "node:util";
+import { startIpfsNode } from "@fundraise/ipfs-node";
 import { createLogger, type Logger } from "@fundraise/service-kit";
 import pg from "pg";
 import pino from "pino";
@@ -122,6 +125,32 @@ function startService(name: string, restarts = 0): void {
   });
 }
 
+/** Whether a Kubo RPC API answers at `url` (Kubo answers RPC calls to POST only). */
+async function ipfsAnswers(url: string): Promise<boolean> {
+  return fetch(new URL("/api/v0/version", url), { method: "POST", signal: AbortSignal.timeout(1_000) }).then(
+    (r) => r.ok,
+    () => false,
+  );
+}
+
+/**
+ * The local stand-in IPFS node, the way anvil stands in for a chain: when IPFS_API_URL is unset, or names
+ * a loopback address where nothing answers (a copied .env.example), it is started on that port.
+ */
+async function ensureIpfs(): Promise<void> {
+  const configured = env.IPFS_API_URL ? new URL(env.IPFS_API_URL) : undefined;
+  const loopback = configured && ["127.0.0.1", "localhost", "[::1]"].includes(configured.hostname);
+  if (configured && (!loopback || (await ipfsAnswers(configured.href)))) return;
+  const node = await startIpfsNode({
+    dataDir: join(env.LOCAL_STATE_DIR ?? join(root, ".local"), "ipfs"),
+    host: "127.0.0.1",
+    port: Number(configured?.port || env.IPFS_PORT || 5001),
+  });
+  env.IPFS_API_URL = node.url;
+  cleanups.push(() => node.stop());
+  log.info({ url: node.url }, "local IPFS stand-in started (a Kubo-RPC-compatible node, not Kubo)");
+}
+
 async function waitForGateway(timeoutMs: number): Promise<boolean> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until && !stopping) {
@@ -170,6 +199,7 @@ try {
     env.CHAIN_DEPLOYMENT_FILE = chain.deploymentFile;
     cleanups.push(chain.stop);
   }
+  await ensureIpfs();
   for (const name of services) startService(name);
   if (await waitForGateway(60_000)) {
     await outputSettled(500, 5_000);

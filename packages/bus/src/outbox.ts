@@ -119,6 +119,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   let timer: NodeJS.Timeout | undefined;
   let pass: Promise<number> | undefined;
   let again = false;
+  let releaseListener: ((error?: Error | boolean) => void) | undefined;
   let listener: SqlClient | undefined;
   let lastCleanup = 0;
   let listenEnabled = options.listen ?? true;
@@ -217,28 +218,42 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     return pass;
   }
 
+  /** Releases a LISTEN client once: its error event may come after stop() or a failed LISTEN released it. */
+  function releaser(client: SqlClient): (error?: Error | boolean) => void {
+    let released = false;
+    return (error) => {
+      if (released) return;
+      released = true;
+      client.release(error);
+    };
+  }
+
   async function ensureListener(): Promise<void> {
     if (listener || stopped || !listenEnabled) return;
-    let client: SqlClient | undefined;
+    let release: ((error?: Error | boolean) => void) | undefined;
     try {
-      client = await options.pool.connect();
-      const own = client;
+      const own = await options.pool.connect();
+      const releaseOwn = releaser(own);
+      release = releaseOwn;
       if (!own.on) {
-        own.release();
+        releaseOwn();
         listenEnabled = false;
         return;
       }
       own.on("notification", () => wake());
       own.on("error", (error: Error) => {
-        log.warn({ err: error }, "outbox LISTEN connection failed; polling until it is back");
-        if (listener === own) listener = undefined;
-        own.release(error);
+        if (listener === own) {
+          listener = undefined;
+          log.warn({ err: error }, "outbox LISTEN connection failed; polling until it is back");
+        }
+        releaseOwn(error);
       });
       await own.query(`LISTEN ${outboxChannelOf(schema)}`);
       listener = own;
+      releaseListener = releaseOwn;
     } catch (error) {
       log.warn({ err: error }, "outbox LISTEN unavailable; polling");
-      client?.release(error instanceof Error ? error : true);
+      release?.(error instanceof Error ? error : true);
     }
   }
 
@@ -279,7 +294,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         } catch {
           // The connection is being dropped anyway.
         }
-        own.release();
+        releaseListener?.();
       }
     },
   };

@@ -308,3 +308,38 @@ describe("outbox relay and pruning", () => {
     }
   });
 });
+
+describe("outbox relay's LISTEN connection", () => {
+  it("dropped by the server after stop(): released once, nothing thrown", async () => {
+    const pool = new (await import("pg")).default.Pool({ connectionString: db.url, max: 2 });
+    pool.on("error", () => undefined); // the pool's own notice of a dropped idle client
+    const thrown: unknown[] = [];
+    const onUncaught = (error: unknown) => thrown.push(error);
+    process.on("uncaughtException", onUncaught);
+    try {
+      const relay = createOutboxRelay({ pool, bus, schema: "projects", logger: log, intervalMs: 3_600_000 });
+      const listening = async () =>
+        (
+          await db.pool.query(
+            "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN bus_outbox_projects%' AND pid <> pg_backend_pid()",
+          )
+        ).rows as { pid: number }[];
+      await waitFor(async () => (await listening()).length === 1, 10_000, "the relay's LISTEN");
+      const [{ pid }] = (await listening()) as [{ pid: number }];
+      await relay.stop();
+      await db.pool.query("SELECT pg_terminate_backend($1)", [pid]);
+      await waitFor(
+        async () =>
+          (await db.pool.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1", [pid])).rows.length === 0,
+        10_000,
+        "the backend to go",
+      );
+      // The client's error event arrives asynchronously; give it its turn before looking.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(thrown).toEqual([]);
+    } finally {
+      process.off("uncaughtException", onUncaught);
+      await pool.end();
+    }
+  });
+});
