@@ -75,13 +75,14 @@ describe("pnpm start", () => {
   });
 
   it("answers 503 in the envelope for a service that is not running", async () => {
-    const res = await fetch(`http://localhost:${port}/Project/Get/All`);
+    // The chain-indexer does not exist yet (every other service runs under pnpm start).
+    const res = await fetch(`http://localhost:${port}/EventDebug/Debug`);
     expect(res.status).toBe(503);
     expect(res.headers.get("x-error-code")).toBe("SERVICE_UNAVAILABLE");
     expect(await res.json()).toEqual({
       data: null,
       success: false,
-      message: "The projects service is not available.",
+      message: "The chain service is not available.",
     });
   });
 

@@ -73,6 +73,8 @@ const env: Record<string, string | undefined> = {
 const gatewayUrl = `http://localhost:${env.PORT}`;
 
 const children = new Map<string, ChildProcess>();
+/** Services that said they serve; a restarted one says it again. */
+const ready = new Set<string>();
 /** Resolve when a child's output has been read to its end (its last lines printed). */
 const outputsRead = new Set<Promise<unknown>>();
 const cleanups: (() => Promise<void>)[] = [];
@@ -100,10 +102,14 @@ function startService(name: string, restarts = 0): void {
   const child = spawn(process.execPath, ["--import", "tsx", join("services", name, "src", "main.ts")], {
     cwd: root,
     env: env as NodeJS.ProcessEnv,
-    // stdout is read line by line (the log); stderr (crashes, runtime warnings) goes straight through.
-    stdio: ["inherit", "pipe", "inherit"],
+    // stdout is read line by line (the log); stderr (crashes, runtime warnings) goes straight through; the
+    // IPC channel carries runService's "ready".
+    stdio: ["inherit", "pipe", "inherit", "ipc"],
   });
   children.set(name, child);
+  child.on("message", (message: { type?: unknown }) => {
+    if (message?.type === "ready") ready.add(name);
+  });
   if (child.stdout) {
     const formatLine = createLineFormatter({ format, service: name, width: nameWidth });
     const lines = createInterface({ input: child.stdout, crlfDelay: Number.POSITIVE_INFINITY });
@@ -113,6 +119,7 @@ function startService(name: string, restarts = 0): void {
   }
   child.on("exit", (code, signal) => {
     children.delete(name);
+    ready.delete(name);
     if (stopping) return;
     if (restarts >= 5) {
       log.error({ service: name, code, signal }, "service keeps crashing; stopping everything");
@@ -151,13 +158,16 @@ async function ensureIpfs(): Promise<void> {
   log.info({ url: node.url }, "local IPFS stand-in started (a Kubo-RPC-compatible node, not Kubo)");
 }
 
-async function waitForGateway(timeoutMs: number): Promise<boolean> {
+/** Until every service said it serves (runService's "ready") and the gateway is ready. */
+async function waitForSystem(timeoutMs: number): Promise<boolean> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until && !stopping) {
-    const ready = await fetch(`${gatewayUrl}/readyz`)
-      .then((r) => r.ok)
-      .catch(() => false);
-    if (ready) return true;
+    const gatewayReady =
+      ready.size === services.length &&
+      (await fetch(`${gatewayUrl}/readyz`)
+        .then((r) => r.ok)
+        .catch(() => false));
+    if (gatewayReady) return true;
     await new Promise((r) => setTimeout(r, 250));
   }
   return false;
@@ -201,13 +211,16 @@ try {
   }
   await ensureIpfs();
   for (const name of services) startService(name);
-  if (await waitForGateway(60_000)) {
+  if (await waitForSystem(60_000)) {
     await outputSettled(500, 5_000);
     log.info({ url: gatewayUrl, docs: `${gatewayUrl}/docs`, services }, "system ready");
     const banner = `  Gateway: ${gatewayUrl}   API docs: ${gatewayUrl}/docs   (Ctrl-C stops)`;
     print(`\n${format === "pretty" ? styleText("bold", banner, { stream: process.stdout }) : banner}\n`);
   } else if (!stopping) {
-    log.error("the gateway did not become ready within 60 s");
+    log.error(
+      { waitingFor: services.filter((name) => !ready.has(name)) },
+      "the system did not become ready within 60 s",
+    );
     await stop(1);
   }
 } catch (err) {

@@ -106,6 +106,17 @@ export const UsersRpc = {
     request: Type.Object({ address: Address, role: UserRole }),
     response: Nullable(UserAccount),
   }),
+  // Asked by the projects service only (memberships name users by username; co-owners are UserDTOs).
+  /** The user with this username (any case), or null; `invitations` is null. */
+  byUsername: defineRpc("users.user.by-username", {
+    request: Type.Object({ username: Type.String({ minLength: 1, maxLength: 64 }) }),
+    response: Nullable(UserDto),
+  }),
+  /** The users with these ids that exist, in id order; `invitations` is null. */
+  byIds: defineRpc("users.user.by-ids", {
+    request: Type.Object({ ids: Type.Array(Id, { maxItems: 1000 }) }),
+    response: Type.Array(UserDto),
+  }),
 } as const;
 
 export const UsersEvents = {

@@ -33,7 +33,8 @@ export interface ServiceSpec<C extends ServiceConfig> {
  * 3. stop the outbox relay: its last pass publishes what those handlers committed;
  * 4. close the bus;
  * 5. close the app's own resources (database, Redis, timers).
- * Each step is bounded by the shutdown's grace period. A service that fails to start logs why and exits 1.
+ * Each step is bounded by the shutdown's grace period. A service that fails to start logs why and exits 1;
+ * one that started tells a parent process with an IPC channel `{ type: "ready", service }`.
  */
 export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>): Promise<void> {
   const config = spec.loadConfig();
@@ -60,6 +61,8 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
     if (app.outbox) shutdown.add("outbox relay", () => app.outbox?.stop());
     shutdown.add("consumers", () => started.stopConsuming());
     if (app.closeIntake) shutdown.add("intake", () => app.closeIntake?.());
+    // A parent that started this process with an IPC channel (`pnpm start`) learns that it serves now.
+    process.send?.({ type: "ready", service: spec.name });
   } catch (err) {
     log.fatal({ err }, `${spec.name} failed to start`);
     await bus?.close().catch(() => undefined);

@@ -15,8 +15,22 @@ let count = 0;
 beforeAll(async () => {
   vhost = await createTestVhost("gateway");
   [gatewayBus, serviceBus] = await Promise.all([
-    createAmqpBus({ url: vhost.url, service: "gateway", logger: silentLogger(), maxReconnectDelayMs: 500 }),
-    createAmqpBus({ url: vhost.url, service: "stand-in", logger: silentLogger(), maxReconnectDelayMs: 500 }),
+    // A 1 s default deadline: the 504 case waits for it.
+    createAmqpBus({
+      url: vhost.url,
+      service: "gateway",
+      logger: silentLogger(),
+      maxReconnectDelayMs: 500,
+      defaultTimeoutMs: 1_000,
+    }),
+    // Its whitelisted handler never answers (the 504 case): closing does not wait long for it.
+    createAmqpBus({
+      url: vhost.url,
+      service: "stand-in",
+      logger: silentLogger(),
+      maxReconnectDelayMs: 500,
+      closeTimeoutMs: 500,
+    }),
   ]);
   await serviceBus.serve(UsersRpc.count, async () => count);
   await serviceBus.serve(ChainRpc.whitelisted, () => new Promise(() => {}));

@@ -8,6 +8,12 @@ import { hexToBytes, IdParams, Int32, NoInput, oneOf } from "./params.ts";
 const tag = "Project";
 
 /** Project data in: hex decoded here, at the edge, so the file travels on as bytes. */
+/**
+ * `imageUrl` in a request is a new image as hex. The web client also sends back the `imageUrl` it read (an
+ * IPFS path, `/ipfs/<cid>/image`) when it updates other fields: that means "keep the image", not bad hex.
+ */
+const isIpfsPath = (value: string) => /^\/ipfs\//i.test(value.trim());
+
 function toProjectWrite(body: Static<typeof ProjectRequest>) {
   return {
     ...(body.projectID === undefined ? {} : { projectID: body.projectID }),
@@ -15,7 +21,7 @@ function toProjectWrite(body: Static<typeof ProjectRequest>) {
     projectDescription: body.projectDescription ?? null,
     markDown: body.markDown ?? null,
     file: body.fileHex ? hexToBytes(body.fileHex, "fileHex") : null,
-    image: body.imageUrl ? hexToBytes(body.imageUrl, "imageUrl") : null,
+    image: body.imageUrl && !isIpfsPath(body.imageUrl) ? hexToBytes(body.imageUrl, "imageUrl") : null,
   };
 }
 

@@ -26,4 +26,7 @@ export async function serveUsersRpc(bus: Bus, users: UserService): Promise<void>
     users.markVerified(userId, mailAddress),
   );
   await bus.serve(UsersRpc.setChainRole, ({ address, role }, ctx) => users.setChainRole(address, role, ctx));
+  // Asked by the projects service only (memberships).
+  await bus.serve(UsersRpc.byUsername, ({ username }) => users.byUsername(username));
+  await bus.serve(UsersRpc.byIds, ({ ids }) => users.byIds(ids));
 }

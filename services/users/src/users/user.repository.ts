@@ -36,6 +36,8 @@ export interface UserRepository {
   countVerified(): Promise<number>;
   findById(id: number): Promise<User | null>;
   findByAddress(address: string): Promise<User | null>;
+  findByUsername(username: string): Promise<User | null>;
+  findByIds(ids: number[]): Promise<User[]>;
   listAll(): Promise<User[]>;
   /** Project ownership from the projects service's events (idempotent, order-independent). */
   recordProjectCreated(projectId: number, ownerId: number): Promise<void>;
@@ -119,6 +121,11 @@ export function createUserRepository(em: () => EntityManager): UserRepository {
     countVerified: () => em().count(User, { isVerified: true }),
     findById: (id) => em().findOne(User, { id }),
     findByAddress: (address) => em().findOne(User, sameCi("address", address)),
+    findByUsername: (username) => em().findOne(User, sameCi("username", username)),
+    findByIds: (ids) =>
+      ids.length === 0
+        ? Promise.resolve([])
+        : em().find(User, { id: { $in: ids } }, { orderBy: { id: "asc" } }),
     listAll: () => em().find(User, {}, { orderBy: { id: "asc" } }),
     recordProjectCreated: (projectId, ownerId) =>
       execute(

@@ -62,6 +62,10 @@ export interface UserService {
   /** Sign-up rules of behaviour.md §2 and §7 (a pending sign-up is never changed by another register). */
   register(input: NewUser, ctx: OpContext): Promise<{ userId: number; replaced: boolean; resent: boolean }>;
   byAddress(address: string): Promise<UserAccountOut | null>;
+  /** For the projects service: a user named by username (any case), or null. */
+  byUsername(username: string): Promise<UserDtoOut | null>;
+  /** For the projects service: the users with these ids that exist, in id order. */
+  byIds(ids: number[]): Promise<UserDtoOut[]>;
   /** Idempotent; refused when the e-mail changed since the link was sent. */
   markVerified(userId: number, mailAddress: string): Promise<UserAccountOut>;
   /** The role the chain gives `address`; null when no user has it. */
@@ -338,6 +342,13 @@ export function createUserService(deps: UserServiceDeps): UserService {
       const user = await users.findByAddress(address);
       return user ? toUserAccount(user) : null;
     },
+
+    async byUsername(username) {
+      const user = await users.findByUsername(username.trim());
+      return user ? toUserDto(user) : null;
+    },
+
+    byIds: async (ids) => (await users.findByIds([...new Set(ids)])).map((u) => toUserDto(u)),
 
     markVerified: (userId, mailAddress) =>
       users.transaction(async (t) => {

@@ -1,0 +1,146 @@
+import type { AppError, Caller, ProjectsRpc, RequestOf } from "@fundraise/protocol";
+import { findVisible, isAccepted, isManager } from "./project.access.ts";
+import type { Permission } from "./project.entity.ts";
+import { ProjectErrors } from "./project.errors.ts";
+import { type PermissionOut, toPermission } from "./project.mapper.ts";
+import type { OpContext, UserDirectory, UserDtoOut } from "./project.ports.ts";
+import type { ProjectRepository } from "./project.repository.ts";
+import { parseInvitedRole, sameText } from "./project.validation.ts";
+
+export type PermissionRequest = RequestOf<typeof ProjectsRpc.invite>["request"];
+
+export interface MembershipService {
+  /** Owner or accepted Co-Owner; answers the new invitation's id. */
+  invite(caller: Caller, request: PermissionRequest, ctx: OpContext): Promise<string>;
+  /** The invitee accepts (membership) or declines (the invitation goes). */
+  reply(caller: Caller, request: PermissionRequest): Promise<void>;
+  /** The accepted Owner and Co-Owners as UserDTOs (members and Admin). */
+  coOwners(caller: Caller, projectId: number, ctx: OpContext): Promise<UserDtoOut[]>;
+  removeCollaborator(caller: Caller, request: PermissionRequest, ctx: OpContext): Promise<void>;
+  pendingInvitations(userId: number): Promise<PermissionOut[]>;
+}
+
+/**
+ * Who may remove `target` from a project (behaviour.md §3): anyone may leave, except the Owner; Owner and
+ * Co-Owners remove Editors and pending invitations; only the Owner removes an accepted Co-Owner; nobody
+ * removes the Owner; an accepted Co-Owner may not leave once the auction is created.
+ */
+export function removalRefusal(
+  actor: Permission | null,
+  target: Permission,
+  self: boolean,
+  auctionCreated: boolean,
+): AppError | null {
+  if (target.role === "Owner") {
+    return ProjectErrors.ownerStays(
+      self
+        ? "The Owner cannot leave the project; delete the project instead."
+        : "Nobody can remove the project's Owner.",
+    );
+  }
+  if (self) {
+    const leavingCoOwner = target.role === "Co-Owner" && target.isAccepted;
+    return leavingCoOwner && auctionCreated
+      ? ProjectErrors.auctionExists("a Co-Owner can no longer leave")
+      : null;
+  }
+  if (!isManager(actor))
+    return ProjectErrors.notMember("Only the project's Owner or a Co-Owner may remove others.");
+  if (target.role === "Co-Owner" && target.isAccepted && actor?.role !== "Owner") {
+    return ProjectErrors.notMember("Only the project's Owner may remove a Co-Owner.");
+  }
+  return null;
+}
+
+/** The membership rows of behaviour.md §3 (no SQL, no bus). Users are named by username, resolved by the users service. */
+export function createMembershipService(deps: {
+  projects: ProjectRepository;
+  users: UserDirectory;
+}): MembershipService {
+  const { projects, users } = deps;
+
+  return {
+    async invite(caller, request, ctx) {
+      const role = parseInvitedRole(request.role);
+      const { permission } = await findVisible(projects, caller, request.projectID);
+      if (!isManager(permission))
+        throw ProjectErrors.notMember("Only the project's Owner or a Co-Owner may invite.");
+      const username = request.username?.trim();
+      if (!username) throw ProjectErrors.invalid("/username", "is required");
+      if (sameText(username, caller.username)) throw ProjectErrors.selfInvite();
+      const invitee = await users.byUsername(username, ctx);
+      if (!invitee) throw ProjectErrors.userNotFound();
+      if (invitee.id === caller.userId) throw ProjectErrors.selfInvite();
+      return projects.transaction(async (t) => {
+        if (!(await t.lockById(request.projectID))) throw ProjectErrors.notFound();
+        if (await t.lockPermission(request.projectID, invitee.id)) throw ProjectErrors.invitationExists();
+        const row = t.createPermission({
+          projectId: request.projectID,
+          userId: invitee.id,
+          role,
+          isAccepted: false,
+        });
+        await t.save();
+        return String(row.id);
+      });
+    },
+
+    async reply(caller, request) {
+      if (request.isAccepted === undefined) throw ProjectErrors.invalid("/isAccepted", "is required");
+      const accept = request.isAccepted;
+      await projects.transaction(async (t) => {
+        const invitation = await t.lockPermission(request.projectID, caller.userId);
+        if (!invitation || invitation.isAccepted) throw ProjectErrors.invitationNotFound();
+        if (accept) invitation.isAccepted = true;
+        else t.remove(invitation);
+        await t.save();
+      });
+    },
+
+    async coOwners(caller, projectId, ctx) {
+      const { permission } = await findVisible(projects, caller, projectId);
+      if (caller.role !== "Admin" && !isAccepted(permission)) throw ProjectErrors.notMember();
+      const rows = await projects.membersWithRole(projectId, ["Owner", "Co-Owner"]);
+      if (rows.length === 0) return [];
+      const byId = new Map(
+        (
+          await users.byIds(
+            rows.map((r) => r.userId),
+            ctx,
+          )
+        ).map((u) => [u.id, u]),
+      );
+      return rows.flatMap((r) => byId.get(r.userId) ?? []);
+    },
+
+    async removeCollaborator(caller, request, ctx) {
+      const { project } = await findVisible(projects, caller, request.projectID);
+      const username = request.username?.trim();
+      let targetId = caller.userId;
+      if (username && !sameText(username, caller.username)) {
+        const user = await users.byUsername(username, ctx);
+        if (!user) throw ProjectErrors.userNotFound();
+        targetId = user.id;
+      }
+      const self = targetId === caller.userId;
+      await projects.transaction(async (t) => {
+        const locked = await t.lockById(project.id);
+        if (!locked) throw ProjectErrors.notFound();
+        const actor = await t.lockPermission(project.id, caller.userId);
+        if (!self && !isManager(actor)) {
+          throw ProjectErrors.notMember("Only the project's Owner or a Co-Owner may remove others.");
+        }
+        const target = self ? actor : await t.lockPermission(project.id, targetId);
+        if (!target) throw ProjectErrors.membershipNotFound();
+        const refusal = removalRefusal(actor, target, self, locked.isAuctionCreated);
+        if (refusal) throw refusal;
+        t.remove(target);
+        await t.save();
+      });
+    },
+
+    async pendingInvitations(userId) {
+      return (await projects.pendingOfUser(userId)).map(toPermission);
+    },
+  };
+}

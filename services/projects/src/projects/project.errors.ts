@@ -1,0 +1,65 @@
+import { ErrorCode, errors } from "@fundraise/protocol";
+
+/** The projects service's client-facing failures, one place for codes and wording. */
+export const ProjectErrors = {
+  notFound: () => errors.notFound(ErrorCode.PROJECT_NOT_FOUND, "The project does not exist."),
+  nameTaken: () =>
+    errors.conflict(ErrorCode.PROJECT_NAME_TAKEN, "A project with this name already exists; pick another.", {
+      details: { field: "projectName" },
+    }),
+  fileTaken: () =>
+    errors.conflict(
+      ErrorCode.PROJECT_FILE_TAKEN,
+      "A project with the same file (and image) already exists.",
+      {
+        details: { field: "fileHex" },
+      },
+    ),
+  auctionExists: (what: string) =>
+    errors.conflict(ErrorCode.PROJECT_AUCTION_EXISTS, `The project's auction is already created: ${what}.`),
+  reviewersBusy: (max: number) =>
+    errors.unavailable(
+      ErrorCode.PROJECT_REVIEW_QUEUE_FULL,
+      `The reviewers are busy: ${max} projects are waiting for a viewer. Try again later.`,
+    ),
+  alreadyReviewed: () =>
+    errors.conflict(ErrorCode.PROJECT_ALREADY_REVIEWED, "A viewer already accepted this project."),
+  roleForbidden: (message: string) => errors.forbidden(ErrorCode.ROLE_FORBIDDEN, message),
+  notMember: (message = "Only the project's members may do this.") =>
+    errors.forbidden(ErrorCode.PROJECT_NOT_MEMBER, message),
+  invalid: (path: string, message: string) =>
+    errors.validation(ErrorCode.VALIDATION_FAILED, `Invalid ${path.slice(1)}: ${message}.`, {
+      details: [{ path, message }],
+    }),
+  // Memberships
+  invitationExists: () =>
+    errors.conflict(
+      ErrorCode.INVITATION_EXISTS,
+      "The user is already a member of the project or invited to it.",
+    ),
+  invitationNotFound: () =>
+    errors.notFound(ErrorCode.INVITATION_NOT_FOUND, "You have no pending invitation to this project."),
+  membershipNotFound: () =>
+    errors.notFound(
+      ErrorCode.MEMBERSHIP_NOT_FOUND,
+      "The user is neither a member of the project nor invited.",
+    ),
+  userNotFound: () => errors.notFound(ErrorCode.USER_NOT_FOUND, "No user has this username."),
+  selfInvite: () => errors.validation(ErrorCode.USER_SELF_ACTION, "You cannot invite yourself."),
+  ownerStays: (message: string) => errors.conflict(ErrorCode.MEMBERSHIP_OWNER, message),
+} as const;
+
+/** Which unique index a violation hit → the conflict the client sees (for translateDbError). */
+export function conflictOfConstraint(
+  constraint: string | undefined,
+): { code: string; message: string } | undefined {
+  const error =
+    constraint === "project_name_unique"
+      ? ProjectErrors.nameTaken()
+      : constraint === "project_file_hash_unique"
+        ? ProjectErrors.fileTaken()
+        : constraint === "permission_project_user_unique"
+          ? ProjectErrors.invitationExists()
+          : undefined;
+  return error && { code: error.code, message: error.message };
+}

@@ -1,0 +1,209 @@
+import { claimMessage, enqueue, type MessageContext, type TraceContext } from "@fundraise/bus";
+import type { EventDescriptor, PayloadOf, PermissionRole, ProjectStatus } from "@fundraise/protocol";
+import { executorOf, handleOnce, inTransaction, type Tx } from "@fundraise/service-kit";
+import { LockMode, sql } from "@mikro-orm/core";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { Permission, Project } from "./project.entity.ts";
+import { conflictOfConstraint } from "./project.errors.ts";
+import type { Scope } from "./project.validation.ts";
+
+/** The database schema this service owns; the outbox and processed_message tables live in it too. */
+export const PROJECTS_SCHEMA = "projects";
+
+export type NewProjectRow = Pick<
+  Project,
+  "name" | "description" | "markdown" | "fileHash" | "cid" | "imagePath" | "proposerAddress"
+>;
+
+export interface ListOptions {
+  status?: ProjectStatus;
+  /** `id`: oldest first; `top`: rating descending, newest first among equals. */
+  order: "id" | "top";
+  limit?: number;
+}
+
+/**
+ * The projects service's data access: every query and lock, no rules. Reads outside a transaction see
+ * committed rows; `transaction` gives the use cases a unit of work whose rows stay locked until it ends
+ * and whose events are written to the outbox in the same transaction.
+ */
+export interface ProjectRepository {
+  transaction<T>(work: (tx: ProjectTx) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` once per `key` for `consumer` (service-kit's handleOnce), in one transaction with the
+   * claim: false when the key was handled before.
+   */
+  once(
+    consumer: string,
+    key: string,
+    ctx: Pick<MessageContext, "messageId" | "log">,
+    work: (tx: ProjectTx) => Promise<void>,
+  ): Promise<boolean>;
+  findById(id: number): Promise<Project | null>;
+  findByFileHash(fileHash: string): Promise<Project | null>;
+  nameTaken(name: string, exceptId?: number): Promise<boolean>;
+  countAwaitingReview(): Promise<number>;
+  /** Projects in `scope`, filtered and ordered as asked. */
+  list(scope: Scope, options: ListOptions): Promise<Project[]>;
+  /** Projects on which `userId` has a permission, accepted or pending, in permission order. */
+  projectsOfUser(userId: number, accepted: boolean): Promise<Project[]>;
+  /** Not yet viewer-accepted, oldest first. */
+  awaitingReview(): Promise<Project[]>;
+  hashes(onlyAuctionsStarted: boolean): Promise<string[]>;
+  permissionOf(projectId: number, userId: number): Promise<Permission | null>;
+  /** Accepted permissions with one of `roles`, Owner first, then by id. */
+  membersWithRole(projectId: number, roles: PermissionRole[]): Promise<Permission[]>;
+  /** A user's pending invitations, oldest first. */
+  pendingOfUser(userId: number): Promise<Permission[]>;
+}
+
+/** One transaction: changes to the rows it returns are written by `save`, and commit with its events. */
+export interface ProjectTx {
+  /** Serializes every change to the review queue (Add) for the rest of the transaction. */
+  lockReviewQueue(): Promise<void>;
+  countAwaitingReview(): Promise<number>;
+  lockById(id: number): Promise<Project | null>;
+  lockByFileHash(fileHash: string): Promise<Project | null>;
+  nameTaken(name: string, exceptId?: number): Promise<boolean>;
+  fileHashTaken(fileHash: string, exceptId?: number): Promise<boolean>;
+  lockPermission(projectId: number, userId: number): Promise<Permission | null>;
+  createProject(row: NewProjectRow): Project;
+  createPermission(row: Pick<Permission, "projectId" | "userId" | "role" | "isAccepted">): Permission;
+  remove(entity: Project | Permission): void;
+  /** Sets `userId`'s rating of the project (a second one replaces the first). */
+  upsertRating(projectId: number, userId: number, value: number): Promise<void>;
+  /** Mean of the project's ratings; 0 without any. */
+  meanRating(projectId: number): Promise<number>;
+  /** Deletes every permission and rating of a user; answers the projects whose ratings changed. */
+  removeUserRows(userId: number): Promise<{ ratedProjectIds: number[]; ownerOf: number[] }>;
+  /** Writes pending changes (ids of created rows are known after it). */
+  save(): Promise<void>;
+  /** Queues an event in the outbox, in this transaction: published after commit, never on rollback. */
+  emit<D extends EventDescriptor>(event: D, payload: PayloadOf<D>, ctx: TraceContext): Promise<void>;
+  /** Claims a message for a consumer once: false when it was handled before. */
+  claimOnce(consumer: string, messageKey: string): Promise<boolean>;
+}
+
+const sameName = (name: string) => ({ [sql.lower("name")]: name.toLowerCase() });
+const TOP_ORDER = { rating: "desc", createdAt: "desc", id: "desc" } as const;
+
+export function createProjectRepository(em: () => EntityManager): ProjectRepository {
+  const txOf = ({ em: t, sql: executor }: Tx): ProjectTx => ({
+    async lockReviewQueue() {
+      await executor.query("select pg_advisory_xact_lock(hashtext('projects:review-queue'))");
+    },
+    countAwaitingReview: () => t.count(Project, { status: "Pending", viewerAccepted: false }),
+    lockById: (id) => t.findOne(Project, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE }),
+    lockByFileHash: (fileHash) => t.findOne(Project, { fileHash }, { lockMode: LockMode.PESSIMISTIC_WRITE }),
+    nameTaken: async (name, exceptId) =>
+      (await t.count(Project, { ...sameName(name), ...(exceptId ? { id: { $ne: exceptId } } : {}) })) > 0,
+    fileHashTaken: async (fileHash, exceptId) =>
+      (await t.count(Project, { fileHash, ...(exceptId ? { id: { $ne: exceptId } } : {}) })) > 0,
+    lockPermission: (projectId, userId) =>
+      t.findOne(Permission, { projectId, userId }, { lockMode: LockMode.PESSIMISTIC_WRITE }),
+    createProject: (row) => t.create(Project, row),
+    createPermission: (row) => t.create(Permission, row),
+    remove: (entity) => void t.remove(entity),
+    async upsertRating(projectId, userId, value) {
+      await executor.query(
+        `insert into ${PROJECTS_SCHEMA}.rating (project_id, user_id, value, created_at, updated_at)
+         values ($1, $2, $3, now(), now())
+         on conflict (project_id, user_id) do update set value = excluded.value, updated_at = now()`,
+        [projectId, userId, value],
+      );
+    },
+    async meanRating(projectId) {
+      const { rows } = await executor.query(
+        `select coalesce(avg(value), 0)::float8 as mean from ${PROJECTS_SCHEMA}.rating where project_id = $1`,
+        [projectId],
+      );
+      return Number(rows[0]?.mean ?? 0);
+    },
+    async removeUserRows(userId) {
+      const rated = await executor.query(
+        `delete from ${PROJECTS_SCHEMA}.rating where user_id = $1 returning project_id`,
+        [userId],
+      );
+      const owned = await executor.query(
+        `delete from ${PROJECTS_SCHEMA}.permission where user_id = $1 returning project_id, role`,
+        [userId],
+      );
+      return {
+        ratedProjectIds: [...new Set(rated.rows.map((r) => Number(r.project_id)))].sort((a, b) => a - b),
+        ownerOf: owned.rows.filter((r) => r.role === "Owner").map((r) => Number(r.project_id)),
+      };
+    },
+    save: () => t.flush(),
+    async emit(event, payload, ctx) {
+      await enqueue(executor, event, payload, { schema: PROJECTS_SCHEMA, context: ctx });
+    },
+    claimOnce: (consumer, messageKey) => claimMessage(executor, { consumer, messageKey }, PROJECTS_SCHEMA),
+  });
+
+  async function list(scope: Scope, options: ListOptions): Promise<Project[]> {
+    const e = em();
+    let visible: object = {};
+    if (!scope.all) {
+      const open = scope.approvedOnly
+        ? { viewerAccepted: true, status: "Approved" }
+        : { viewerAccepted: true };
+      const memberOf =
+        scope.memberId === null
+          ? []
+          : (await e.find(Permission, { userId: scope.memberId }, { fields: ["projectId"] })).map(
+              (p) => p.projectId,
+            );
+      visible = memberOf.length === 0 ? open : { $or: [open, { id: { $in: memberOf } }] };
+    }
+    const where = options.status ? { $and: [visible, { status: options.status }] } : visible;
+    return e.find(Project, where, {
+      orderBy: options.order === "top" ? TOP_ORDER : { id: "asc" },
+      ...(options.limit === undefined ? {} : { limit: options.limit }),
+    });
+  }
+
+  return {
+    transaction: (work) => inTransaction(em(), (tx) => work(txOf(tx)), conflictOfConstraint),
+    once: (consumer, key, ctx, work) =>
+      handleOnce(em(), { schema: PROJECTS_SCHEMA, consumer, key }, ctx, (t) =>
+        work(txOf({ em: t, sql: executorOf(t) })),
+      ),
+    findById: (id) => em().findOne(Project, { id }),
+    findByFileHash: (fileHash) => em().findOne(Project, { fileHash }),
+    nameTaken: async (name, exceptId) =>
+      (await em().count(Project, { ...sameName(name), ...(exceptId ? { id: { $ne: exceptId } } : {}) })) > 0,
+    countAwaitingReview: () => em().count(Project, { status: "Pending", viewerAccepted: false }),
+    list,
+    async projectsOfUser(userId, accepted) {
+      const e = em();
+      const permissions = await e.find(
+        Permission,
+        { userId, isAccepted: accepted },
+        { orderBy: { id: "asc" } },
+      );
+      if (permissions.length === 0) return [];
+      const projects = await e.find(Project, { id: { $in: permissions.map((p) => p.projectId) } });
+      const byId = new Map(projects.map((p) => [p.id, p]));
+      return permissions.flatMap((p) => byId.get(p.projectId) ?? []);
+    },
+    awaitingReview: () => em().find(Project, { viewerAccepted: false }, { orderBy: { id: "asc" } }),
+    hashes: async (onlyAuctionsStarted) =>
+      (
+        await em().find(Project, onlyAuctionsStarted ? { isAuctionStarted: true } : {}, {
+          fields: ["fileHash"],
+          orderBy: { id: "asc" },
+        })
+      ).map((p) => p.fileHash),
+    permissionOf: (projectId, userId) => em().findOne(Permission, { projectId, userId }),
+    async membersWithRole(projectId, roles) {
+      const rows = await em().find(
+        Permission,
+        { projectId, isAccepted: true, role: { $in: roles } },
+        { orderBy: { id: "asc" } },
+      );
+      return rows.sort((a, b) => Number(b.role === "Owner") - Number(a.role === "Owner"));
+    },
+    pendingOfUser: (userId) =>
+      em().find(Permission, { userId, isAccepted: false }, { orderBy: { id: "asc" } }),
+  };
+}

@@ -1,0 +1,333 @@
+import {
+  type Caller,
+  isAppError,
+  type ProjectStatus,
+  ProjectsEvents,
+  type ProjectsRpc,
+  type RequestOf,
+} from "@fundraise/protocol";
+import { findVisible, isAccepted } from "./project.access.ts";
+import type { Project } from "./project.entity.ts";
+import { ProjectErrors } from "./project.errors.ts";
+import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
+import type { ContentStore, OpContext } from "./project.ports.ts";
+import type { ProjectRepository, ProjectTx } from "./project.repository.ts";
+import { MAX_TOP, parseMarkdown, parseName, parseRating, scopeOf } from "./project.validation.ts";
+
+export type ProjectWrite = RequestOf<typeof ProjectsRpc.add>["project"];
+
+export interface ProjectServiceDeps {
+  projects: ProjectRepository;
+  content: ContentStore;
+  /** Projects that may wait for a viewer at once (behaviour.md §4: 100). */
+  reviewQueueMax: number;
+  /** withHex: files read from the storage service at once. */
+  readConcurrency: number;
+}
+
+export interface ProjectService {
+  list(caller: Caller | null, withHex: boolean, ctx: OpContext): Promise<ProjectDtoOut[]>;
+  get(caller: Caller | null, id: number): Promise<ProjectDtoOut>;
+  add(caller: Caller, write: ProjectWrite, ctx: OpContext): Promise<ProjectDtoOut>;
+  update(caller: Caller, write: ProjectWrite, ctx: OpContext): Promise<ProjectDtoOut>;
+  delete(caller: Caller, id: number, ctx: OpContext): Promise<void>;
+  rate(caller: Caller, id: number, rating: number): Promise<ProjectDtoOut>;
+  byStatus(caller: Caller | null, status: ProjectStatus): Promise<ProjectDtoOut[]>;
+  top(caller: Caller | null, count: number): Promise<ProjectDtoOut[]>;
+  hashes(caller: Caller, onlyAuctionsStarted: boolean): Promise<string[]>;
+  viewerQueue(caller: Caller): Promise<ProjectDtoOut[]>;
+  /** true: accepted by the caller; false: the proposal is removed with its content (answers null). */
+  viewerReply(caller: Caller, id: number, reply: boolean, ctx: OpContext): Promise<ProjectDtoOut | null>;
+  updateMarkdown(caller: Caller, id: number, markdown: string): Promise<ProjectDtoOut>;
+  listPermissioned(caller: Caller, withHex: boolean, ctx: OpContext): Promise<ProjectDtoOut[]>;
+  listInvited(caller: Caller): Promise<ProjectDtoOut[]>;
+  /** A user was deleted: their permissions and ratings go, and the ratings they leave are recomputed. */
+  removeUser(userId: number, ctx: OpContext): Promise<void>;
+}
+
+const isReviewer = (caller: Caller) => caller.role === "Viewer" || caller.role === "Admin";
+
+/**
+ * The rules of behaviour.md §4 (no SQL, no bus). Content goes to the storage service first and the row
+ * is written after: a failure after the upload removes the content again, unless a project holds the
+ * same content (the same bytes uploaded twice are one pin). Content of a deleted project, or a file
+ * replaced by Update, is removed after the commit; a removal that fails leaves an orphan pin (logged) for
+ * the storage service's reconciliation, never a project without its content.
+ */
+export function createProjectService(deps: ProjectServiceDeps): ProjectService {
+  const { projects, content, reviewQueueMax } = deps;
+
+  /** Removes content no project holds; never throws (the caller's answer does not depend on it). */
+  async function discard(fileHash: string, reason: string, ctx: OpContext): Promise<void> {
+    try {
+      if (await projects.findByFileHash(fileHash)) return;
+      await content.remove(fileHash, reason, ctx);
+    } catch (err) {
+      ctx.log.warn({ err, fileHash, reason }, "content not removed: it stays pinned until reconciled");
+    }
+  }
+
+  /** Deletes the project (its permissions and ratings with it) and announces it; answers its fileHash. */
+  async function removeProject(t: ProjectTx, project: Project, ctx: OpContext): Promise<string> {
+    const { id: projectId, fileHash } = project;
+    t.remove(project);
+    await t.save();
+    await t.emit(ProjectsEvents.deleted, { projectId, fileHash }, ctx);
+    return fileHash;
+  }
+
+  async function hexOf(project: Project, ctx: OpContext): Promise<string | undefined> {
+    try {
+      return Buffer.from(await content.read(project.fileHash, ctx)).toString("hex");
+    } catch (error) {
+      // One lost file does not hide the list; a storage service that is down or slow does fail it.
+      if (isAppError(error) && error.kind === "not_found") {
+        ctx.log.warn({ projectId: project.id, fileHash: project.fileHash }, "project content not found");
+        return undefined;
+      }
+      throw error;
+    }
+  }
+
+  async function toDtos(list: Project[], withHex: boolean, ctx: OpContext): Promise<ProjectDtoOut[]> {
+    if (!withHex) return list.map((p) => toProjectDto(p));
+    const out: ProjectDtoOut[] = new Array(list.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < list.length) {
+        const i = next++;
+        const project = list[i] as Project;
+        out[i] = toProjectDto(project, await hexOf(project, ctx));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(deps.readConcurrency, list.length) }, worker));
+    return out;
+  }
+
+  async function requireMember(caller: Caller, id: number) {
+    const seen = await findVisible(projects, caller, id);
+    if (!isAccepted(seen.permission)) throw ProjectErrors.notMember();
+    return seen;
+  }
+
+  return {
+    async list(caller, withHex, ctx) {
+      return toDtos(await projects.list(scopeOf(caller), { order: "id" }), withHex, ctx);
+    },
+
+    async get(caller, id) {
+      return toProjectDto((await findVisible(projects, caller, id)).project);
+    },
+
+    async add(caller, write, ctx) {
+      if (caller.role === "Blacklist")
+        throw ProjectErrors.roleForbidden("Blacklisted users cannot propose projects.");
+      const name = parseName(write.projectName);
+      const markdown = parseMarkdown(write.markDown ?? "");
+      if (!write.file) throw ProjectErrors.invalid("/fileHex", "is required");
+      // Cheap refusals before the upload; the transaction checks again under the queue's lock.
+      if (await projects.nameTaken(name)) throw ProjectErrors.nameTaken();
+      if ((await projects.countAwaitingReview()) >= reviewQueueMax)
+        throw ProjectErrors.reviewersBusy(reviewQueueMax);
+      const uploaded = await content.upload(
+        { file: write.file, image: write.image, reason: "project:add" },
+        ctx,
+      );
+      try {
+        return await projects.transaction(async (t) => {
+          await t.lockReviewQueue();
+          if ((await t.countAwaitingReview()) >= reviewQueueMax)
+            throw ProjectErrors.reviewersBusy(reviewQueueMax);
+          if (await t.nameTaken(name)) throw ProjectErrors.nameTaken();
+          if (await t.fileHashTaken(uploaded.fileHash)) throw ProjectErrors.fileTaken();
+          const project = t.createProject({
+            name,
+            description: write.projectDescription,
+            markdown,
+            fileHash: uploaded.fileHash,
+            cid: uploaded.cid,
+            imagePath: uploaded.imagePath,
+            proposerAddress: caller.address,
+          });
+          await t.save();
+          t.createPermission({
+            projectId: project.id,
+            userId: caller.userId,
+            role: "Owner",
+            isAccepted: true,
+          });
+          await t.save();
+          await t.emit(
+            ProjectsEvents.created,
+            { projectId: project.id, fileHash: project.fileHash, ownerId: caller.userId, projectName: name },
+            ctx,
+          );
+          return toProjectDto(project);
+        });
+      } catch (error) {
+        await discard(uploaded.fileHash, "project:add-failed", ctx);
+        throw error;
+      }
+    },
+
+    async update(caller, write, ctx) {
+      const id = write.projectID;
+      if (id === undefined || id < 1) throw ProjectErrors.invalid("/projectID", "is required");
+      const { project } = await requireMember(caller, id);
+      const name = parseName(write.projectName);
+      const markdown = write.markDown === null ? undefined : parseMarkdown(write.markDown);
+      if (write.image && !write.file) {
+        throw ProjectErrors.invalid("/imageUrl", "an image changes only with the file: send fileHex too");
+      }
+      if (await projects.nameTaken(name, id)) throw ProjectErrors.nameTaken();
+      if (write.file && project.isAuctionCreated)
+        throw ProjectErrors.auctionExists("its file can no longer change");
+      const uploaded = write.file
+        ? await content.upload({ file: write.file, image: write.image, reason: `project:${id}:update` }, ctx)
+        : null;
+      try {
+        const { dto, replaced } = await projects.transaction(async (t) => {
+          const locked = await t.lockById(id);
+          if (!locked) throw ProjectErrors.notFound();
+          if (await t.nameTaken(name, id)) throw ProjectErrors.nameTaken();
+          locked.name = name;
+          if (write.projectDescription !== null) locked.description = write.projectDescription;
+          if (markdown !== undefined) locked.markdown = markdown;
+          let replaced: string | null = null;
+          if (uploaded && uploaded.fileHash !== locked.fileHash) {
+            if (locked.isAuctionCreated) throw ProjectErrors.auctionExists("its file can no longer change");
+            if (await t.fileHashTaken(uploaded.fileHash, id)) throw ProjectErrors.fileTaken();
+            replaced = locked.fileHash;
+            locked.fileHash = uploaded.fileHash;
+            locked.cid = uploaded.cid;
+            locked.imagePath = uploaded.imagePath;
+          }
+          await t.save();
+          return { dto: toProjectDto(locked), replaced };
+        });
+        if (replaced) await discard(replaced, `project:${id}:replaced`, ctx);
+        return dto;
+      } catch (error) {
+        if (uploaded) await discard(uploaded.fileHash, `project:${id}:update-failed`, ctx);
+        throw error;
+      }
+    },
+
+    async delete(caller, id, ctx) {
+      const { permission } = await findVisible(projects, caller, id);
+      const owner = isAccepted(permission) && permission.role === "Owner";
+      if (caller.role !== "Admin" && !owner) {
+        throw ProjectErrors.notMember("Only an Admin or the project's Owner may delete it.");
+      }
+      const fileHash = await projects.transaction(async (t) => {
+        const project = await t.lockById(id);
+        if (!project) throw ProjectErrors.notFound();
+        if (project.isAuctionCreated)
+          throw ProjectErrors.auctionExists("the project can no longer be deleted");
+        return removeProject(t, project, ctx);
+      });
+      await discard(fileHash, `project:${id}:deleted`, ctx);
+    },
+
+    async rate(caller, id, rating) {
+      const value = parseRating(rating);
+      if (caller.role === "Blacklist")
+        throw ProjectErrors.roleForbidden("Blacklisted users cannot rate projects.");
+      const baseRefusal = () => ProjectErrors.roleForbidden("Base users may rate Approved projects only.");
+      const { project } = await findVisible(projects, caller, id);
+      if (caller.role === "Base" && project.status !== "Approved") throw baseRefusal();
+      return projects.transaction(async (t) => {
+        const locked = await t.lockById(id);
+        if (!locked) throw ProjectErrors.notFound();
+        if (caller.role === "Base" && locked.status !== "Approved") throw baseRefusal();
+        await t.upsertRating(id, caller.userId, value);
+        locked.rating = await t.meanRating(id);
+        await t.save();
+        return toProjectDto(locked);
+      });
+    },
+
+    async byStatus(caller, status) {
+      return (await projects.list(scopeOf(caller), { status, order: "id" })).map((p) => toProjectDto(p));
+    },
+
+    async top(caller, count) {
+      if (count <= 0) return [];
+      const list = await projects.list(scopeOf(caller), { order: "top", limit: Math.min(count, MAX_TOP) });
+      return list.map((p) => toProjectDto(p));
+    },
+
+    async hashes(caller, onlyAuctionsStarted) {
+      if (!onlyAuctionsStarted && caller.role !== "Admin") {
+        throw ProjectErrors.roleForbidden("Only an Admin may list every file hash.");
+      }
+      return projects.hashes(onlyAuctionsStarted);
+    },
+
+    async viewerQueue(caller) {
+      if (!isReviewer(caller))
+        throw ProjectErrors.roleForbidden("Only a Viewer or an Admin may review proposals.");
+      return (await projects.awaitingReview()).map((p) => toProjectDto(p));
+    },
+
+    async viewerReply(caller, id, reply, ctx) {
+      if (!isReviewer(caller))
+        throw ProjectErrors.roleForbidden("Only a Viewer or an Admin may review proposals.");
+      const outcome = await projects.transaction(async (t) => {
+        const project = await t.lockById(id);
+        if (!project) throw ProjectErrors.notFound();
+        if (project.viewerAccepted) throw ProjectErrors.alreadyReviewed();
+        if (reply) {
+          project.viewerAccepted = true;
+          project.viewerAcceptedAddress = caller.address;
+          await t.save();
+          return { dto: toProjectDto(project), removed: null };
+        }
+        if (project.isAuctionCreated)
+          throw ProjectErrors.auctionExists("the project can no longer be removed");
+        return { dto: null, removed: await removeProject(t, project, ctx) };
+      });
+      if (outcome.removed) await discard(outcome.removed, `project:${id}:rejected-by-viewer`, ctx);
+      return outcome.dto;
+    },
+
+    async updateMarkdown(caller, id, markdownInput) {
+      const markdown = parseMarkdown(markdownInput);
+      await requireMember(caller, id);
+      return projects.transaction(async (t) => {
+        const project = await t.lockById(id);
+        if (!project) throw ProjectErrors.notFound();
+        project.markdown = markdown;
+        await t.save();
+        return toProjectDto(project);
+      });
+    },
+
+    async listPermissioned(caller, withHex, ctx) {
+      return toDtos(await projects.projectsOfUser(caller.userId, true), withHex, ctx);
+    },
+
+    async listInvited(caller) {
+      return (await projects.projectsOfUser(caller.userId, false)).map((p) => toProjectDto(p));
+    },
+
+    async removeUser(userId, ctx) {
+      await projects.transaction(async (t) => {
+        const { ratedProjectIds, ownerOf } = await t.removeUserRows(userId);
+        if (ownerOf.length > 0) {
+          // The users service refuses to delete an owner; a row here lost that race. The project stays.
+          ctx.log.warn(
+            { userId, projects: ownerOf },
+            "a deleted user owned projects; they have no Owner now",
+          );
+        }
+        for (const projectId of ratedProjectIds) {
+          const project = await t.lockById(projectId);
+          if (!project) continue;
+          project.rating = await t.meanRating(projectId);
+        }
+        await t.save();
+      });
+    },
+  };
+}

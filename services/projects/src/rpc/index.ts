@@ -1,0 +1,54 @@
+import type { Bus } from "@fundraise/bus";
+import { ProjectsRpc } from "@fundraise/protocol";
+import type { ChainSync } from "../projects/chain.service.ts";
+import type { MembershipService } from "../projects/membership.service.ts";
+import type { ProjectService } from "../projects/project.service.ts";
+
+/** The projects service's RPC surface: each descriptor straight to its use case (rules in projects/). */
+export async function serveProjectsRpc(
+  bus: Bus,
+  p: ProjectService,
+  m: MembershipService,
+  chain: ChainSync,
+): Promise<void> {
+  await bus.serve(ProjectsRpc.list, ({ caller, withHex }, ctx) => p.list(caller, withHex, ctx));
+  await bus.serve(ProjectsRpc.get, ({ caller, id }) => p.get(caller, id));
+  await bus.serve(ProjectsRpc.add, ({ caller, project }, ctx) => p.add(caller, project, ctx));
+  await bus.serve(ProjectsRpc.update, ({ caller, project }, ctx) => p.update(caller, project, ctx));
+  await bus.serve(ProjectsRpc.delete, async ({ caller, id }, ctx) => {
+    await p.delete(caller, id, ctx);
+    return null;
+  });
+  await bus.serve(ProjectsRpc.rate, ({ caller, id, rating }) => p.rate(caller, id, rating));
+  await bus.serve(ProjectsRpc.byStatus, ({ caller, status }) => p.byStatus(caller, status));
+  await bus.serve(ProjectsRpc.top, ({ caller, count }) => p.top(caller, count));
+  await bus.serve(ProjectsRpc.hashes, ({ caller, onlyAuctionsStarted }) =>
+    p.hashes(caller, onlyAuctionsStarted),
+  );
+  await bus.serve(ProjectsRpc.viewerQueue, ({ caller }) => p.viewerQueue(caller));
+  await bus.serve(ProjectsRpc.viewerReply, ({ caller, id, reply }, ctx) =>
+    p.viewerReply(caller, id, reply, ctx),
+  );
+  await bus.serve(ProjectsRpc.updateMarkdown, ({ caller, id, markDown }) =>
+    p.updateMarkdown(caller, id, markDown),
+  );
+  await bus.serve(ProjectsRpc.listPermissioned, ({ caller, withHex }, ctx) =>
+    p.listPermissioned(caller, withHex, ctx),
+  );
+  await bus.serve(ProjectsRpc.listInvited, ({ caller }) => p.listInvited(caller));
+  await bus.serve(ProjectsRpc.syncStatus, ({ caller, id }, ctx) => chain.syncStatus(caller, id, ctx));
+  await bus.serve(ProjectsRpc.syncAuction, ({ caller, id }, ctx) => chain.syncAuction(caller, id, ctx));
+  // Memberships (the /user/* membership routes).
+  await bus.serve(ProjectsRpc.invite, ({ caller, request }, ctx) => m.invite(caller, request, ctx));
+  await bus.serve(ProjectsRpc.reply, async ({ caller, request }) => {
+    await m.reply(caller, request);
+    return null;
+  });
+  await bus.serve(ProjectsRpc.coOwners, ({ caller, projectID }, ctx) => m.coOwners(caller, projectID, ctx));
+  await bus.serve(ProjectsRpc.removeCollaborator, async ({ caller, request }, ctx) => {
+    await m.removeCollaborator(caller, request, ctx);
+    return null;
+  });
+  // Asked by the users service (GET /user/get's invitations).
+  await bus.serve(ProjectsRpc.pendingInvitations, ({ userId }) => m.pendingInvitations(userId));
+}

@@ -1,0 +1,35 @@
+import { UsersRpc } from "@fundraise/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Harness, seedUser, startHarness } from "../test/harness.ts";
+
+// by-username and by-ids, asked by the projects service (memberships), over RabbitMQ.
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness("lookups");
+});
+afterAll(() => h?.stop());
+
+describe("users.user.by-username and users.user.by-ids", () => {
+  it("find users by username in any case, and by ids (existing ones, in id order)", async () => {
+    const a = await seedUser(h.sql);
+    const b = await seedUser(h.sql, { role: "Viewer" });
+    const dto = await h.client.call(UsersRpc.byUsername, { username: ` ${a.username.toUpperCase()} ` });
+    expect(dto).toEqual({
+      id: a.id,
+      name: "Ada",
+      surname: "Lovelace",
+      address: a.address,
+      mailAddress: a.mailAddress,
+      username: a.username,
+      role: "Base",
+      invitations: null,
+    });
+    expect(await h.client.call(UsersRpc.byUsername, { username: "nobody_here" })).toBeNull();
+    const found = await h.client.call(UsersRpc.byIds, { ids: [b.id, 2_000_000_000, a.id, b.id] });
+    expect(found.map((u) => [u.id, u.role])).toEqual([
+      [a.id, "Base"],
+      [b.id, "Viewer"],
+    ]);
+    expect(await h.client.call(UsersRpc.byIds, { ids: [] })).toEqual([]);
+  });
+});
