@@ -288,7 +288,7 @@ describe("outbox relay and pruning", () => {
         async () =>
           (
             await db.pool.query(
-              "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM pruning.outbox%'",
+              "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%DELETE FROM pruning.outbox%'",
             )
           ).rows.length === 1,
         10_000,
@@ -321,7 +321,7 @@ describe("outbox relay's LISTEN connection", () => {
       const listening = async () =>
         (
           await db.pool.query(
-            "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN bus_outbox_projects%' AND pid <> pg_backend_pid()",
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN bus_outbox_projects%' AND pid <> pg_backend_pid()",
           )
         ).rows as { pid: number }[];
       await waitFor(async () => (await listening()).length === 1, 10_000, "the relay's LISTEN");
