@@ -34,8 +34,11 @@ beforeAll(async () => {
     env: {
       ...process.env,
       PORT: String(port),
-      CHAIN_PORT: String(chainPort),
-      IPFS_PORT: String(ipfsPort),
+      // As a copied .env.example has them: set, on loopback, with nothing answering yet. pnpm start starts
+      // the local chain and IPFS stand-in there, as it does when they are unset.
+      CHAIN_RPC_URL: `http://127.0.0.1:${chainPort}`,
+      CHAIN_DEPLOYMENT_FILE: join(stateDir, "no-such-deployment.json"),
+      IPFS_API_URL: `http://127.0.0.1:${ipfsPort}`,
       METRICS_PORT: String(metricsPort),
       // A database that does not exist yet: start creates it.
       DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,

@@ -1,9 +1,9 @@
 /**
  * `pnpm start`: the whole system on one machine with local defaults (architecture.md, "Running it").
- * Creates the database when missing, starts a local chain when CHAIN_RPC_URL is unset and a local
- * Kubo-RPC stand-in (packages/ipfs-node, data in .local/ipfs) when IPFS_API_URL is unset or a loopback URL
- * where nothing answers, starts every
- * service as its own process, prints the gateway URL, and stops everything cleanly on Ctrl-C.
+ * Creates the database when missing; starts a local chain (anvil) and a local Kubo-RPC stand-in
+ * (packages/ipfs-node, data in .local/ipfs) when CHAIN_RPC_URL or IPFS_API_URL is unset or a loopback URL
+ * where nothing answers, so a copied .env.example gives the same system as no .env; starts every service as
+ * its own process, prints the gateway URL, and stops everything cleanly on Ctrl-C.
  *
  * The services write JSON log lines; this script reads them and, on a terminal, prints each event as one
  * readable line with its service's name (LOG_FORMAT, lib/log-format.ts). The banner with the gateway URL
@@ -132,6 +132,39 @@ function startService(name: string, restarts = 0): void {
   });
 }
 
+const isLoopback = (url: URL) => ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+
+/** Whether an EVM JSON-RPC endpoint answers at `url`. */
+async function chainAnswers(url: string): Promise<boolean> {
+  return fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+    signal: AbortSignal.timeout(1_000),
+  }).then(
+    (r) => r.ok,
+    () => false,
+  );
+}
+
+/**
+ * The local chain (anvil, state in .local/chain, contracts deployed once): when CHAIN_RPC_URL is unset, or
+ * names a loopback address where nothing answers (a copied .env.example), it is started on that port and
+ * its deployment file is used.
+ */
+async function ensureChain(): Promise<void> {
+  const configured = env.CHAIN_RPC_URL ? new URL(env.CHAIN_RPC_URL) : undefined;
+  if (configured && (!isLoopback(configured) || (await chainAnswers(configured.href)))) return;
+  const chain = await startLocalChain({
+    stateDir: env.LOCAL_STATE_DIR ?? join(root, ".local"),
+    port: Number(configured?.port || env.CHAIN_PORT || 8545),
+    log,
+  });
+  env.CHAIN_RPC_URL = chain.url;
+  env.CHAIN_DEPLOYMENT_FILE = chain.deploymentFile;
+  cleanups.push(chain.stop);
+}
+
 /** Whether a Kubo RPC API answers at `url` (Kubo answers RPC calls to POST only). */
 async function ipfsAnswers(url: string): Promise<boolean> {
   return fetch(new URL("/api/v0/version", url), { method: "POST", signal: AbortSignal.timeout(1_000) }).then(
@@ -146,8 +179,7 @@ async function ipfsAnswers(url: string): Promise<boolean> {
  */
 async function ensureIpfs(): Promise<void> {
   const configured = env.IPFS_API_URL ? new URL(env.IPFS_API_URL) : undefined;
-  const loopback = configured && ["127.0.0.1", "localhost", "[::1]"].includes(configured.hostname);
-  if (configured && (!loopback || (await ipfsAnswers(configured.href)))) return;
+  if (configured && (!isLoopback(configured) || (await ipfsAnswers(configured.href)))) return;
   const node = await startIpfsNode({
     dataDir: join(env.LOCAL_STATE_DIR ?? join(root, ".local"), "ipfs"),
     host: "127.0.0.1",
@@ -199,16 +231,7 @@ process.on("SIGTERM", () => void stop(0));
 
 try {
   await ensureDatabase(env.DATABASE_URL as string);
-  if (!env.CHAIN_RPC_URL) {
-    const chain = await startLocalChain({
-      stateDir: env.LOCAL_STATE_DIR ?? join(root, ".local"),
-      port: Number(env.CHAIN_PORT ?? 8545),
-      log,
-    });
-    env.CHAIN_RPC_URL = chain.url;
-    env.CHAIN_DEPLOYMENT_FILE = chain.deploymentFile;
-    cleanups.push(chain.stop);
-  }
+  await ensureChain();
   await ensureIpfs();
   for (const name of services) startService(name);
   if (await waitForSystem(60_000)) {
