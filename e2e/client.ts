@@ -29,10 +29,12 @@ export function createClient(system: () => RunningSystem) {
   async function api(
     method: string,
     path: string,
-    options: { token?: string; body?: unknown; raw?: string } = {},
+    options: { token?: string; body?: unknown; raw?: string; authorization?: string } = {},
   ): Promise<Answer> {
     const headers: Record<string, string> = { "x-forwarded-for": ip };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
+    // The header exactly as given, e.g. the web client's `Bearer undefined` when it has no token.
+    if (options.authorization !== undefined) headers.authorization = options.authorization;
     if (options.body !== undefined || options.raw !== undefined) headers["content-type"] = "application/json";
     const res = await fetch(`${system().gatewayUrl}${path}`, {
       method,

@@ -13,7 +13,11 @@ let shared: SharedSystem;
 let expiring: System;
 let starting: Promise<System> | undefined;
 beforeAll(async () => {
-  starting = startSystem({ env: { TOKEN_TTL_SECONDS: String(TOKEN_TTL_SECONDS) } });
+  // Sign-in and the user endpoints only: no storage, projects or IPFS for this one.
+  starting = startSystem({
+    services: ["users", "auth", "gateway"],
+    env: { TOKEN_TTL_SECONDS: String(TOKEN_TTL_SECONDS) },
+  });
   shared = await sharedSystem();
   expiring = await starting;
 });

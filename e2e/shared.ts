@@ -23,8 +23,9 @@ export interface SharedSystemAnswer extends SystemCoordinates {
 export type SharedSystem = RunningSystem & SharedSystemAnswer;
 
 /**
- * The shared system: users, auth and gateway as processes, TRUST_PROXY on (so each client calls from an
- * address of its own, see `createClient`), a real anvil and a real SMTP server. Starts it if no file has.
+ * The shared system: users, auth, storage, projects and gateway as processes, TRUST_PROXY on (so each
+ * client calls from an address of its own, see `createClient`), a real anvil, a real SMTP server and the
+ * IPFS stand-in. Starts it if no file has.
  */
 export async function sharedSystem(): Promise<SharedSystem> {
   const coordinator = inject("e2eCoordinator");

@@ -1,7 +1,9 @@
 /**
- * The system as separate processes for end-to-end tests: users, auth and the gateway on a run-own
- * database, vhost and Redis prefix, a real anvil with the platform deployed, and a real SMTP server
- * that keeps every mail it receives.
+ * The system as separate processes for end-to-end tests: users, auth, storage, projects and the gateway
+ * on a run-own database, vhost and Redis prefix, a real anvil with the platform deployed, a real SMTP
+ * server that keeps every mail it receives, and IPFS: the Kubo-RPC STAND-IN of `packages/ipfs-node` (not
+ * Kubo: the few RPC calls the storage service makes, with Kubo's CIDs), in this process, on a temporary
+ * folder and a free loopback port.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -11,6 +13,7 @@ import { join } from "node:path";
 import { createTestVhost } from "@fundraise/bus/testing";
 import { type Deployment, writeDeployment } from "@fundraise/contracts";
 import { type AnvilInstance, deployFresh, startAnvil } from "@fundraise/contracts/testing";
+import { type IpfsNode, startIpfsNode } from "@fundraise/ipfs-node";
 import { createTestDatabase } from "@fundraise/service-kit/testing";
 import { type ParsedMail, simpleParser } from "mailparser";
 import { SMTPServer } from "smtp-server";
@@ -100,6 +103,8 @@ export interface SystemCoordinates {
   deployment: Deployment;
   amqpUrl: string;
   redisPrefix: string;
+  /** The IPFS stand-in's RPC API (`IPFS_API_URL`), when the system runs the storage service. */
+  ipfsUrl?: string;
 }
 
 /** A running system as a test sees it, whether its own or shared (`e2e/shared.ts`). */
@@ -115,19 +120,29 @@ export interface System extends RunningSystem {
   stop(): Promise<void>;
 }
 
+/** Every service of the system; a run may start fewer (`startSystem({ services })`). */
+export const ALL_SERVICES = ["users", "auth", "storage", "projects", "gateway"];
+
+/** The IPFS stand-in on a folder of its own, or nothing when the run has no storage service. */
+async function startIpfs(wanted: boolean, stateDir: string): Promise<IpfsNode | undefined> {
+  if (!wanted) return undefined;
+  return startIpfsNode({ dataDir: join(stateDir, "ipfs"), host: "127.0.0.1", port: await freePort() });
+}
+
 export async function startSystem(
   options: { services?: string[]; env?: Record<string, string> } = {},
 ): Promise<System> {
-  const services = options.services ?? ["users", "auth", "gateway"];
-  const [db, vhost, anvil, smtp, port] = await Promise.all([
+  const services = options.services ?? ALL_SERVICES;
+  const stateDir = mkdtempSync(join(tmpdir(), "fundraise-e2e-"));
+  const [db, vhost, anvil, smtp, port, ipfs] = await Promise.all([
     createTestDatabase("e2e"),
     createTestVhost("e2e"),
     startAnvil(),
     startSmtp(),
     freePort(),
+    startIpfs(services.includes("storage"), stateDir),
   ]);
   const { deployment } = await deployFresh(anvil.url);
-  const stateDir = mkdtempSync(join(tmpdir(), "fundraise-e2e-"));
   const deploymentFile = join(stateDir, "deployment.json");
   writeDeployment(deploymentFile, deployment);
   writeFileSync(join(stateDir, ".keep"), "");
@@ -147,14 +162,20 @@ export async function startSystem(
     PUBLIC_BASE_URL: gatewayUrl,
     MAIL_DIR: join(stateDir, "mail"),
     LOG_LEVEL: "warn",
+    ...(ipfs ? { IPFS_API_URL: ipfs.url } : {}),
     ...options.env,
   };
   let output = "";
+  // Services that said they serve (runService's "ready" over the IPC channel).
+  const serving = new Set<string>();
   const children: ChildProcess[] = services.map((name) => {
     const child = spawn(process.execPath, ["--import", "tsx", join("services", name, "src", "main.ts")], {
       cwd: root,
       env,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
+    });
+    child.on("message", (message: { type?: unknown }) => {
+      if (message?.type === "ready") serving.add(name);
     });
     child.stdout?.on("data", (c) => (output += c));
     child.stderr?.on("data", (c) => (output += c));
@@ -162,7 +183,7 @@ export async function startSystem(
   });
   const stop = async () => {
     await Promise.all(children.map((child) => stopProcess(child)));
-    await Promise.all([smtp.stop(), anvil.stop()]);
+    await Promise.all([smtp.stop(), anvil.stop(), ipfs?.stop()]);
     await Promise.all([db.dispose(), vhost.dispose()]);
     rmSync(stateDir, { recursive: true, force: true });
   };
@@ -171,7 +192,8 @@ export async function startSystem(
     const ready = await fetch(`${gatewayUrl}/readyz`)
       .then((r) => r.ok)
       .catch(() => false);
-    // Ready also means the auth service answers (JWKS) and users answers (count).
+    // Ready also means every service said it serves, the auth service answers (JWKS) and users answers
+    // (count).
     const auth =
       ready &&
       (await fetch(`${gatewayUrl}/.well-known/jwks.json`).then(
@@ -184,7 +206,22 @@ export async function startSystem(
         (r) => r.ok,
         () => false,
       ));
-    if (ready && (auth || !services.includes("auth")) && (users || !services.includes("users"))) break;
+    // And projects answers an anonymous list (storage checked its node's CIDs before it serves).
+    const projects =
+      ready &&
+      services.includes("projects") &&
+      (await fetch(`${gatewayUrl}/Project/Get/All`).then(
+        (r) => r.status === 200,
+        () => false,
+      ));
+    if (
+      ready &&
+      serving.size === services.length &&
+      (auth || !services.includes("auth")) &&
+      (users || !services.includes("users")) &&
+      (projects || !services.includes("projects"))
+    )
+      break;
     if (Date.now() > until || children.some((c) => c.exitCode !== null)) {
       await stop();
       throw new Error(`the system did not come up:\n${output}`);
@@ -198,6 +235,7 @@ export async function startSystem(
     mailbox: smtp.mailbox,
     amqpUrl: vhost.url,
     redisPrefix,
+    ...(ipfs ? { ipfsUrl: ipfs.url } : {}),
     output: () => output,
     stop,
   };
