@@ -1,2 +1,4 @@
 export { silentLogger } from "../logger.ts";
+export { expectAppError, outboxPayloads, type ReceivedEvent, receivedEvent } from "./assertions.ts";
 export { createTestDatabase, type TestDatabase } from "./database.ts";
+export { type HarnessService, type ServiceHarness, startServiceHarness } from "./service-harness.ts";

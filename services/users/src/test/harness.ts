@@ -1,69 +1,43 @@
 import { randomBytes } from "node:crypto";
-import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
-import { createTestVhost, type TestVhost, waitFor } from "@fundraise/bus/testing";
 import {
   type Caller,
   type EventDescriptor,
-  isAppError,
   type PayloadOf,
   type UserRole,
   UsersEvents,
 } from "@fundraise/protocol";
 import type { ServiceApp } from "@fundraise/service-kit";
-import { silentLogger } from "@fundraise/service-kit";
-import { createTestDatabase, type TestDatabase } from "@fundraise/service-kit/testing";
+import {
+  type HarnessService,
+  outboxPayloads as kitOutboxPayloads,
+  receivedEvent as kitReceivedEvent,
+  type ServiceHarness,
+  startServiceHarness,
+} from "@fundraise/service-kit/testing";
 import { getAddress } from "ethers";
-import pg from "pg";
-import { expect } from "vitest";
+import type pg from "pg";
 import { startUsersApp } from "../app.ts";
 import { loadConfig } from "../config.ts";
 
-/**
- * The users service as the gateway and the other services meet it: its own database and vhost per test
- * file, the service on one bus, and the test on a second bus (`client`) calling it the way the gateway
- * does. A test consumer records every users.* event the service publishes.
- */
-export interface Harness {
-  client: AmqpBus;
-  /** Direct SQL on the test database, for seeding and for looking at what the service wrote. */
-  sql: pg.Pool;
+/** The users service as the gateway and the other services meet it (service-kit `startServiceHarness`). */
+export interface Harness extends ServiceHarness {
   app: ServiceApp;
   vhostUrl: string;
-  /** Events received by the test consumer, oldest first. */
-  events: { name: string; payload: Record<string, unknown> }[];
-  stop(): Promise<void>;
 }
 
+/** Starts the users service in a harness; others start it beside their own with `usersService`. */
+export const usersService: HarnessService = {
+  name: "users",
+  start: ({ env, log, bus }) => startUsersApp({ config: loadConfig(env), log, bus }),
+};
+
 export async function startHarness(label: string): Promise<Harness> {
-  const [db, vhost]: [TestDatabase, TestVhost] = await Promise.all([
-    createTestDatabase(`users_${label}`),
-    createTestVhost(`users_${label}`),
-  ]);
-  const config = loadConfig({ DATABASE_URL: db.url, AMQP_URL: vhost.url, LOG_LEVEL: "silent" });
-  const bus = await createAmqpBus({ url: vhost.url, service: "users", logger: silentLogger() });
-  const client = await createAmqpBus({ url: vhost.url, service: "test-client", logger: silentLogger() });
-  const events: Harness["events"] = [];
-  for (const event of Object.values(UsersEvents) as EventDescriptor[]) {
-    await client.subscribe("test", event, async (payload) => {
-      events.push({ name: event.name, payload: payload as Record<string, unknown> });
-    });
-  }
-  const app = await startUsersApp({ config, log: silentLogger(), bus });
-  const sql = new pg.Pool({ connectionString: db.url, max: 4 });
-  return {
-    client,
-    sql,
-    app,
-    vhostUrl: vhost.url,
-    events,
-    async stop() {
-      await client.close();
-      await bus.close();
-      await app.stop();
-      await sql.end();
-      await Promise.all([db.dispose(), vhost.dispose()]);
-    },
-  };
+  const h = await startServiceHarness({
+    label: `users_${label}`,
+    services: [usersService],
+    record: UsersEvents,
+  });
+  return { ...h, app: h.apps[0] as ServiceApp, vhostUrl: h.vhost.url };
 }
 
 let sequence = 0;
@@ -113,40 +87,15 @@ export const callerOf = (user: SeededUser, role: UserRole = user.role): Caller =
   role,
 });
 
-/** Expects the call to fail with exactly this error kind and code (as rehydrated from the reply). */
-export async function expectAppError(call: Promise<unknown>, kind: string, code: string): Promise<void> {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error, `expected ${kind}/${code}, the call succeeded`).toBeDefined();
-  expect(isAppError(error), `not an AppError: ${String(error)}`).toBe(true);
-  expect({ kind: (error as { kind: string }).kind, code: (error as { code: string }).code }).toEqual({
-    kind,
-    code,
-  });
-}
+export { expectAppError } from "@fundraise/service-kit/testing";
 
-/** Events of one kind in the outbox (published or not), oldest first: what the service committed to send. */
-export async function outboxPayloads<D extends EventDescriptor>(
-  sql: pg.Pool,
-  event: D,
-): Promise<PayloadOf<D>[]> {
-  const { rows } = await sql.query<{ payload: PayloadOf<D> }>(
-    `select convert_from(payload, 'UTF8')::jsonb as payload from users.outbox where event_name = $1 order by seq`,
-    [event.name],
-  );
-  return rows.map((r) => r.payload);
-}
+/** Events of one kind in the users outbox (published or not), oldest first. */
+export const outboxPayloads = <D extends EventDescriptor>(sql: pg.Pool, event: D) =>
+  kitOutboxPayloads(sql, "users", event);
 
 /** Waits until the test consumer received an event of this kind matching `match`; returns its payload. */
-export async function receivedEvent<D extends EventDescriptor>(
+export const receivedEvent = <D extends EventDescriptor>(
   h: Harness,
   event: D,
   match: Partial<PayloadOf<D>>,
-): Promise<PayloadOf<D>> {
-  const matches = (e: Harness["events"][number]) =>
-    e.name === event.name && Object.entries(match).every(([k, v]) => e.payload[k] === v);
-  await waitFor(() => h.events.some(matches), 10_000, `${event.name} ${JSON.stringify(match)}`);
-  return h.events.find(matches)!.payload as PayloadOf<D>;
-}
+) => kitReceivedEvent(h.events, event, match);

@@ -1,0 +1,74 @@
+import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
+import { createTestVhost, type TestVhost } from "@fundraise/bus/testing";
+import type { EventDescriptor } from "@fundraise/protocol";
+import pg from "pg";
+import { type Logger, silentLogger } from "../logger.ts";
+import type { ServiceApp } from "../run-service.ts";
+import type { ReceivedEvent } from "./assertions.ts";
+import { createTestDatabase, type TestDatabase } from "./database.ts";
+
+/** One service of a harness: started on its own bus with the harness's database and vhost in `env`. */
+export interface HarnessService {
+  name: string;
+  start(deps: { env: Record<string, string>; log: Logger; bus: AmqpBus }): Promise<ServiceApp>;
+}
+
+/**
+ * Services as the gateway and the other services meet them, isolated per test file: one database (each
+ * service in its own schema, as in production) and one RabbitMQ vhost, each service on its own bus, and
+ * the test on a second bus (`client`) that calls the way the gateway does and records `record`'s events.
+ */
+export interface ServiceHarness {
+  db: TestDatabase;
+  vhost: TestVhost;
+  client: AmqpBus;
+  /** Direct SQL on the test database, for seeding and for looking at what the services wrote. */
+  sql: pg.Pool;
+  /** The started services, in start order. */
+  apps: ServiceApp[];
+  /** Events received by the test client, oldest first. */
+  events: ReceivedEvent[];
+  stop(): Promise<void>;
+}
+
+export async function startServiceHarness(spec: {
+  label: string;
+  /** Started in order: the ones a service calls at start-up first. */
+  services: HarnessService[];
+  record: Record<string, EventDescriptor>;
+}): Promise<ServiceHarness> {
+  const [db, vhost] = await Promise.all([createTestDatabase(spec.label), createTestVhost(spec.label)]);
+  const env = { DATABASE_URL: db.url, AMQP_URL: vhost.url, LOG_LEVEL: "silent" };
+  const busOf = (service: string) => createAmqpBus({ url: vhost.url, service, logger: silentLogger() });
+  const client = await busOf("test-client");
+  const events: ReceivedEvent[] = [];
+  for (const event of Object.values(spec.record)) {
+    await client.subscribe("test", event, async (payload) => {
+      events.push({ name: event.name, payload: payload as Record<string, unknown> });
+    });
+  }
+  const buses: AmqpBus[] = [];
+  const apps: ServiceApp[] = [];
+  for (const service of spec.services) {
+    const bus = await busOf(service.name);
+    buses.push(bus);
+    apps.push(await service.start({ env, log: silentLogger(), bus }));
+  }
+  const sql = new pg.Pool({ connectionString: db.url, max: 4 });
+  return {
+    db,
+    vhost,
+    client,
+    sql,
+    apps,
+    events,
+    async stop() {
+      // As runService does: no more messages, then the buses, then each service's own resources.
+      await client.close();
+      for (const bus of buses.reverse()) await bus.close();
+      for (const app of apps.reverse()) await app.stop();
+      await sql.end();
+      await Promise.all([db.dispose(), vhost.dispose()]);
+    },
+  };
+}
