@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { ErrorCode, errors } from "@fundraise/protocol";
 import type { Logger } from "@fundraise/service-kit";
-import Fastify from "fastify";
+import Fastify, { LogController } from "fastify";
 import { registerErrorHandling, send } from "./plugins/error-handler.ts";
 import type { GatewayMetrics } from "./plugins/metrics.ts";
 import type { Readiness } from "./routes/health.ts";
@@ -18,7 +18,7 @@ export async function buildInternalApp(deps: {
 }): Promise<Server> {
   const app = Fastify({
     loggerInstance: deps.log,
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
   }).withTypeProvider<TypeBoxTypeProvider>();
   registerErrorHandling(app);
   app.get("/metrics", async (_request, reply) =>
