@@ -1,0 +1,237 @@
+/**
+ * `pnpm bench:upload`: the content path on the whole system as separate processes (users, auth, storage,
+ * projects, gateway; the IPFS stand-in of `packages/ipfs-node` in this process), default configuration
+ * except the rate limits (they are the system's defence, not what is measured). Prints:
+ *
+ * 1. a 10 MiB Add through the gateway end to end (POST /Project/Add, the file as hex, a signed-in Base
+ *    user) against a direct `add` of the same bytes to the same node with kubo-rpc-client and Kubo's
+ *    default options, as the storage service adds (one directory holding `whitepaper`): medians, ratio;
+ * 2. the peak RSS of the gateway and storage processes during those uploads (VmHWM, reset before them);
+ * 3. anonymous `GET /Project/Get/All` with 1,000 visible projects (rows written straight into the
+ *    projects schema: their content is never read, withHex being false) beside `GET /user/learnusercount`,
+ *    in req/s, with autocannon.
+ *
+ * Figures only, no goals asserted.
+ *
+ *   pnpm bench:upload [-- --runs 3 --connections 50 --duration 10]
+ */
+import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { cidOfDigestHex } from "@fundraise/ipfs-node";
+import { createTestDatabase } from "@fundraise/service-kit/testing";
+import autocannon from "autocannon";
+import { Wallet } from "ethers";
+import pg from "pg";
+import { createKuboIpfs } from "../services/storage/src/content/ipfs.ts";
+
+const { values } = parseArgs({
+  args: process.argv.slice(2).filter((a) => a !== "--"),
+  options: {
+    runs: { type: "string", default: "3" },
+    connections: { type: "string", default: "50" },
+    duration: { type: "string", default: "10" },
+  },
+});
+const runs = Number(values.runs);
+const connections = Number(values.connections);
+const duration = Number(values.duration);
+const MiB = 1024 * 1024;
+const PAYLOAD = 10 * MiB;
+const PROJECTS = 1000;
+
+Object.assign(process.env, {
+  AUTH_RATE_LIMIT_PER_MINUTE: "1000000",
+  RATE_LIMIT_PER_MINUTE: "100000000",
+  NONCE_PER_IP_PER_MINUTE: "1000000",
+  NONCE_PER_IP_ADDRESS_PER_MINUTE: "1000000",
+  REGISTER_PER_IP_PER_HOUR: "1000000",
+  REGISTER_PER_IP_ADDRESS_PER_HOUR: "1000000",
+});
+const { startSystem } = await import("../e2e/system.ts");
+
+/** Our own database, so this script can write project rows; the system's services all use it. */
+const db = await createTestDatabase("bench_upload");
+const sys = await startSystem({ env: { DATABASE_URL: db.url } }).catch(async (error: unknown) => {
+  await db.dispose();
+  throw error;
+});
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+};
+const mb = (bytes: number) => bytes / MiB;
+
+/** The process this one spawned for a service (`node --import tsx services/<name>/src/main.ts`). */
+function servicePid(name: string): number {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      if (ppid === process.pid && cmdline.includes(`services/${name}/src/main.ts`)) return Number(entry);
+    } catch {
+      // The process ended while read.
+    }
+  }
+  throw new Error(`no ${name} process under this one`);
+}
+
+/** VmRSS and VmHWM of a process, in bytes. */
+function memoryOf(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (key: string) =>
+    Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
+  return { rss: kb("VmRSS") * 1024, hwm: kb("VmHWM") * 1024 };
+}
+
+/** Resets VmHWM to the current RSS (Linux clear_refs 5); false when not allowed. */
+function resetPeak(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function post(path: string, body: unknown, token?: string) {
+  const res = await fetch(`${sys.gatewayUrl}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as { data: unknown; message: string | null } };
+}
+
+/** A signed-up, e-mail-verified, signed-in user with no chain role (Base): may Add. */
+async function signedInUser(): Promise<string> {
+  const wallet = Wallet.createRandom();
+  const mailAddress = "bench-upload@example.org";
+  const reg = await post("/Authentication/Register", {
+    name: "Bench",
+    surname: "Upload",
+    username: "bench_upload",
+    mailAddress,
+    signedMessage: await wallet.signMessage("REGISTER"),
+  });
+  if (reg.status !== 201) throw new Error(`register: ${reg.status} ${JSON.stringify(reg.body)}`);
+  const mail = await sys.mailbox.next(mailAddress);
+  const link = /https?:\/\/\S+verify-email\?[^\s"<>]+/.exec(mail.text ?? "")?.[0] ?? "";
+  const verified = await fetch(link.replaceAll("&amp;", "&"), { headers: { accept: "application/json" } });
+  if (!verified.ok) throw new Error(`verify: ${verified.status}`);
+  const nonce = (await fetch(`${sys.gatewayUrl}/Authentication/GetNonce/${wallet.address}`).then((r) =>
+    r.json(),
+  )) as { data: number };
+  const login = await post("/Authentication/Login", {
+    address: wallet.address,
+    signedMessage: await wallet.signMessage(`LOGIN: ${nonce.data}`),
+  });
+  if (login.status !== 200) throw new Error(`login: ${login.status} ${JSON.stringify(login.body)}`);
+  return login.body.data as string;
+}
+
+async function load(url: string) {
+  await autocannon({ url, connections, duration: 2 });
+  const r = await autocannon({ url, connections, duration });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors };
+}
+
+try {
+  const token = await signedInUser();
+  const ipfs = createKuboIpfs({ url: sys.ipfsUrl as string, timeoutMs: 120_000, readTimeoutMs: 120_000 });
+  const pids = { gateway: servicePid("gateway"), storage: servicePid("storage") };
+
+  let added = 0;
+  async function viaGateway(file: Buffer): Promise<number> {
+    // The JSON is built before the clock starts: the client's own encoding is not the system's time.
+    const body = JSON.stringify({
+      projectName: `bench upload ${++added}`,
+      projectDescription: "bench",
+      fileHex: file.toString("hex"),
+    });
+    const t0 = performance.now();
+    const res = await post("/Project/Add", body, token);
+    const ms = performance.now() - t0;
+    if (res.status !== 201) throw new Error(`Add: ${res.status} ${res.body.message}`);
+    return ms;
+  }
+  async function direct(file: Buffer): Promise<number> {
+    const t0 = performance.now();
+    await ipfs.addDirectory([{ name: "whitepaper", content: file }]);
+    return performance.now() - t0;
+  }
+
+  // One warm-up of each (JIT, connections, channels), then the measured runs: each run's bytes are new
+  // (Add refuses a file another project has), the direct add takes the same bytes right after.
+  const warm = randomBytes(PAYLOAD);
+  await viaGateway(warm);
+  await direct(warm);
+  const idle = { gateway: memoryOf(pids.gateway).rss, storage: memoryOf(pids.storage).rss };
+  const reset = resetPeak(pids.gateway) && resetPeak(pids.storage);
+  const gatewayMs: number[] = [];
+  const directMs: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const file = randomBytes(PAYLOAD);
+    gatewayMs.push(await viaGateway(file));
+    directMs.push(await direct(file));
+  }
+  const peak = { gateway: memoryOf(pids.gateway).hwm, storage: memoryOf(pids.storage).hwm };
+
+  // 1,000 projects anonymous callers see: viewer-accepted and Approved.
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    const hashes = Array.from({ length: PROJECTS }, () => randomBytes(32).toString("hex").toUpperCase());
+    await client.query(
+      `insert into projects.project
+         (name, description, file_hash, cid, status, viewer_accepted, proposer_address, created_at, updated_at)
+       select 'bench project ' || n, 'a project of the benchmark', h, c, 'Approved', true, $3, now(), now()
+       from unnest($1::text[], $2::text[]) with ordinality as t(h, c, n)`,
+      [hashes, hashes.map((h) => cidOfDigestHex(h).toString()), Wallet.createRandom().address],
+    );
+  } finally {
+    await client.end();
+  }
+  const listUrl = `${sys.gatewayUrl}/Project/Get/All`;
+  const listed = (await fetch(listUrl).then((r) => r.json())) as { data: unknown[] };
+  const listBytes = (await fetch(listUrl).then((r) => r.arrayBuffer())).byteLength;
+  const list = await load(listUrl);
+  const count = await load(`${sys.gatewayUrl}/user/learnusercount`);
+
+  const ratio = median(gatewayMs) / median(directMs);
+  const fmt = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(", ");
+  console.log(`\n10 MiB whitepaper (${PAYLOAD} bytes), ${runs} runs each after one warm-up\n`);
+  console.log(
+    `POST /Project/Add through the gateway   median ${median(gatewayMs).toFixed(0).padStart(6)} ms   (${fmt(gatewayMs)})`,
+  );
+  console.log(
+    `direct add to the same IPFS node         median ${median(directMs).toFixed(0).padStart(6)} ms   (${fmt(directMs)})`,
+  );
+  console.log(`ratio (gateway / direct)                 ${ratio.toFixed(2)}×   (goal ≤ 1.5×)`);
+  console.log(
+    `\npeak RSS during the uploads${reset ? "" : " (VmHWM could not be reset: peak since start-up)"}\n`,
+  );
+  for (const name of ["gateway", "storage"] as const) {
+    console.log(
+      `${name.padEnd(8)} idle ${mb(idle[name]).toFixed(0).padStart(5)} MB   peak ${mb(peak[name]).toFixed(0).padStart(5)} MB` +
+        `   peak ${(peak[name] / PAYLOAD).toFixed(1)}× the payload, above idle ${((peak[name] - idle[name]) / PAYLOAD).toFixed(1)}×   (goal ≤ 3×)`,
+    );
+  }
+  console.log(
+    `\nanonymous GET, ${connections} connections, ${duration} s each (Get/All: ${listed.data.length} projects, ${(listBytes / 1024).toFixed(0)} KiB)\n`,
+  );
+  console.log(
+    `${"".padEnd(24)} ${"req/s".padStart(8)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"non-2xx/errors".padStart(15)}`,
+  );
+  const row = (name: string, r: typeof list) =>
+    `${name.padEnd(24)} ${r.rps.toFixed(0).padStart(8)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.bad).padStart(15)}`;
+  console.log(row("GET /Project/Get/All", list));
+  console.log(row("GET /user/learnusercount", count));
+} finally {
+  await sys.stop();
+  await db.dispose();
+}
