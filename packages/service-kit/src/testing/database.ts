@@ -31,6 +31,17 @@ export async function createTestDatabase(label = "test"): Promise<TestDatabase> 
       const client = new pg.Client({ connectionString: ADMIN_URL });
       await client.connect();
       try {
+        // Connections that are closing get a moment to go: forcing the drop terminates them, and a client
+        // whose pool already let go of it would then throw "terminating connection" into the test run.
+        const until = Date.now() + 2_000;
+        while (Date.now() < until) {
+          const { rows } = await client.query<{ n: number }>(
+            "select count(*)::int as n from pg_stat_activity where datname = $1",
+            [name],
+          );
+          if ((rows[0]?.n ?? 0) === 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
         await client.query(`drop database if exists "${name}" with (force)`);
       } finally {
         await client.end();
