@@ -5,5 +5,6 @@ export * from "./logger.ts";
 export * from "./orm.ts";
 export * from "./outbox.ts";
 export * from "./run-service.ts";
+export * from "./service-database.ts";
 export * from "./shutdown.ts";
 export * from "./sql.ts";

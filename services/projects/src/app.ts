@@ -1,6 +1,6 @@
 import type { Bus } from "@fundraise/bus";
 import { ChainRpc, StorageRpc, UsersRpc } from "@fundraise/protocol";
-import { createOrm, type Logger, type ServiceApp, startOutbox } from "@fundraise/service-kit";
+import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import type { ProjectsConfig } from "./config.ts";
 import { migrations } from "./db/migrations/index.ts";
 import { type ChainIndex, createChainSync } from "./projects/chain.service.ts";
@@ -19,18 +19,14 @@ export async function startProjectsApp(deps: {
   bus: Bus;
 }): Promise<ServiceApp> {
   const { config, log, bus } = deps;
-  const orm = await createOrm({
+  const { orm, outbox, stop } = await openServiceDatabase({
     url: config.db.url,
     schema: PROJECTS_SCHEMA,
     entities: [Project, Permission, Rating],
     migrations,
+    bus,
     log,
   });
-  const outbox = startOutbox({ url: config.db.url, schema: PROJECTS_SCHEMA, bus, log });
-  const stop = async () => {
-    await outbox.stop();
-    await orm.close();
-  };
   try {
     const content: ContentStore = {
       upload: (input, ctx) => bus.call(StorageRpc.upload, input, ctx),

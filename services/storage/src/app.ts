@@ -1,6 +1,6 @@
 import type { Bus } from "@fundraise/bus";
 import { isAppError } from "@fundraise/protocol";
-import { createOrm, type Logger, type ServiceApp, startOutbox } from "@fundraise/service-kit";
+import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import type { StorageConfig } from "./config.ts";
 import { createContentService } from "./content/content.service.ts";
 import { createKuboIpfs, type Ipfs } from "./content/ipfs.ts";
@@ -38,18 +38,14 @@ export async function startStorageApp(deps: {
   const ipfs = createKuboIpfs(config.ipfs);
   const { version } = await checkIpfs(ipfs, config.ipfs.startupWaitMs, log);
   log.info({ url: config.ipfs.url, version }, "IPFS API checked: Kubo's CIDs");
-  const orm = await createOrm({
+  const { orm, outbox, stop } = await openServiceDatabase({
     url: config.db.url,
     schema: STORAGE_SCHEMA,
     entities: [Pin],
     migrations,
+    bus,
     log,
   });
-  const outbox = startOutbox({ url: config.db.url, schema: STORAGE_SCHEMA, bus, log });
-  const stop = async () => {
-    await outbox.stop();
-    await orm.close();
-  };
   try {
     const content = createContentService({
       ipfs,

@@ -1,6 +1,6 @@
 import type { Bus } from "@fundraise/bus";
 import { ProjectsRpc } from "@fundraise/protocol";
-import { createOrm, type Logger, type ServiceApp, startOutbox } from "@fundraise/service-kit";
+import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import type { UsersConfig } from "./config.ts";
 import { migrations } from "./db/migrations/index.ts";
 import { serveUsersRpc } from "./rpc/index.ts";
@@ -18,18 +18,14 @@ export async function startUsersApp(deps: {
   bus: Bus;
 }): Promise<ServiceApp> {
   const { config, log, bus } = deps;
-  const orm = await createOrm({
+  const { orm, outbox, stop } = await openServiceDatabase({
     url: config.db.url,
     schema: USERS_SCHEMA,
     entities: [User, RoleChange, OwnedProject],
     migrations,
+    bus,
     log,
   });
-  const outbox = startOutbox({ url: config.db.url, schema: USERS_SCHEMA, bus, log });
-  const stop = async () => {
-    await outbox.stop();
-    await orm.close();
-  };
   try {
     // GET /user/get answers without invitations rather than wait longer for the projects service.
     const pendingInvitations: PendingInvitations = (userId, ctx) =>

@@ -1,0 +1,28 @@
+import type { Bus } from "@fundraise/bus";
+import { createOrm, type Orm, type OrmSetup } from "./orm.ts";
+import { type ServiceOutbox, startOutbox } from "./outbox.ts";
+
+/** A service's own schema: its ORM (migrated) and the outbox of the events it owes. */
+export interface ServiceDatabase {
+  orm: Orm;
+  outbox: ServiceOutbox;
+  /** The outbox first (its last pass publishes what is committed), then the ORM. */
+  stop(): Promise<void>;
+}
+
+/** Opens what every service with a database opens the same way: createOrm, then startOutbox. */
+export async function openServiceDatabase(
+  setup: OrmSetup & { bus: Pick<Bus, "publish"> },
+): Promise<ServiceDatabase> {
+  const { bus, ...ormSetup } = setup;
+  const orm = await createOrm(ormSetup);
+  const outbox = startOutbox({ url: setup.url, schema: setup.schema, bus, log: setup.log });
+  return {
+    orm,
+    outbox,
+    async stop() {
+      await outbox.stop();
+      await orm.close();
+    },
+  };
+}
