@@ -66,6 +66,49 @@ export async function enqueue<D extends EventDescriptor>(
   return id;
 }
 
+/** One event of `enqueueMany`. */
+export interface OutboxItem<D extends EventDescriptor = EventDescriptor> {
+  descriptor: D;
+  payload: PayloadOf<D>;
+}
+
+/** Rows per INSERT of `enqueueMany`: bounds the size of one statement's parameter. */
+const ENQUEUE_CHUNK = 2_000;
+
+/**
+ * `enqueue` for many events at once (an indexer's block range): the same rows, published in the order
+ * given, with a few statements instead of two per event. Every payload is validated first; returns the
+ * messageIds in order.
+ */
+export async function enqueueMany(
+  executor: SqlExecutor,
+  items: readonly OutboxItem[],
+  options: Omit<EnqueueOptions, "messageId"> = {},
+): Promise<string[]> {
+  if (items.length === 0) return [];
+  const schema = checkSchema(options.schema ?? "public");
+  const headers: Record<string, string> = {};
+  const { requestId, traceparent } = options.context ?? {};
+  if (requestId !== undefined) headers.requestId = requestId;
+  if (traceparent !== undefined) headers.traceparent = traceparent;
+  const rows = items.map(({ descriptor, payload }) => {
+    validatorOf(descriptor.payload).assert(payload, `${descriptor.name} event`);
+    const { body, contentType } = encodeBody(payload);
+    return { id: randomUUID(), name: descriptor.name, body: body.toString("base64"), contentType, headers };
+  });
+  for (let start = 0; start < rows.length; start += ENQUEUE_CHUNK) {
+    // One JSON parameter (not arrays): it binds the same through pg and through an ORM's executor.
+    await executor.query(
+      `INSERT INTO ${schema}.outbox (id, event_name, payload, content_type, headers)
+       SELECT (r->>'id')::uuid, r->>'name', decode(r->>'body', 'base64'), r->>'contentType', r->'headers'
+       FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(r, n) ORDER BY n`,
+      [JSON.stringify(rows.slice(start, start + ENQUEUE_CHUNK))],
+    );
+  }
+  await executor.query("SELECT pg_notify($1, '')", [outboxChannelOf(schema)]);
+  return rows.map((r) => r.id);
+}
+
 export interface OutboxRelayOptions {
   pool: SqlPool;
   bus: Pick<Bus, "publish">;

@@ -6,6 +6,7 @@ import {
   createAmqpBus,
   createOutboxRelay,
   enqueue,
+  enqueueMany,
   outboxChannelOf,
   outboxDdl,
   processedMessageDdl,
@@ -341,5 +342,48 @@ describe("outbox relay's LISTEN connection", () => {
       process.off("uncaughtException", onUncaught);
       await pool.end();
     }
+  });
+});
+
+describe("enqueueMany", () => {
+  it("writes many events in a few statements, published in the order given; none when rolled back", async () => {
+    const relay = createOutboxRelay({
+      pool: db.pool,
+      bus,
+      schema: "projects",
+      logger: log,
+      autoStart: false,
+    });
+    // More than one statement's worth (2,000 rows each).
+    const numbers = Array.from({ length: 2_500 }, (_, i) => 10_000 + i);
+    const ids = await transaction(db.pool, (tx) =>
+      enqueueMany(
+        tx,
+        numbers.map((n) => ({ descriptor: TestEvents.happened, payload: { n } })),
+        { schema: "projects" },
+      ),
+    );
+    await expect(
+      transaction(db.pool, async (tx) => {
+        await enqueueMany(tx, [{ descriptor: TestEvents.happened, payload: { n: 99_999 } }], {
+          schema: "projects",
+        });
+        throw new Error("rolled back");
+      }),
+    ).rejects.toThrow("rolled back");
+    await expect(
+      transaction(db.pool, (tx) =>
+        enqueueMany(tx, [{ descriptor: TestEvents.happened, payload: { n: "x" } as never }], {
+          schema: "projects",
+        }),
+      ),
+    ).rejects.toMatchObject({ kind: "validation" });
+
+    expect(await relay.runOnce()).toBe(numbers.length);
+    await settled();
+    const mine = delivered.filter((d) => d.n >= 10_000);
+    expect(mine.map((d) => d.n)).toEqual(numbers);
+    expect(mine.map((d) => d.messageId)).toEqual(ids);
+    await relay.stop();
   });
 });

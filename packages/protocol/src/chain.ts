@@ -103,6 +103,35 @@ export const ChainEvents = {
     "chain.auction.status-changed",
     Type.Object({ origin: ChainOrigin, projectHash: Bytes32Hex, auction: Address, status: AuctionStatus }),
   ),
+  projectRemoved: defineEvent(
+    "chain.project.removed",
+    Type.Object({ origin: ChainOrigin, projectHash: Bytes32Hex }),
+  ),
+  /** The registry's admin role was granted to (`isAdmin`) or revoked from an address. */
+  adminChanged: defineEvent(
+    "chain.admin.changed",
+    Type.Object({ origin: ChainOrigin, address: Address, isAdmin: Type.Boolean() }),
+  ),
+  tokenCreated: defineEvent(
+    "chain.token.created",
+    Type.Object({
+      origin: ChainOrigin,
+      creator: Address,
+      token: Address,
+      name: Type.String(),
+      symbol: Type.String(),
+    }),
+  ),
+  bidSubmitted: defineEvent(
+    "chain.auction.bid-submitted",
+    Type.Object({
+      origin: ChainOrigin,
+      projectHash: Bytes32Hex,
+      auction: Address,
+      sender: Address,
+      amount: Type.String({ pattern: "^[0-9]+$", description: "uint256 as a decimal string" }),
+    }),
+  ),
   /** A fact retracted by a reorg: consumers undo what `retracted` names. */
   factRetracted: defineEvent(
     "chain.fact.retracted",

@@ -170,6 +170,11 @@ export const ProjectsRpc = {
     request: Type.Object({ caller: Caller, request: ProjectPermissionRequest }),
     response: Done,
   }),
+  /** Asked by the storage service's reconciliation: which of these contents a project holds. */
+  heldContent: defineRpc("projects.content.held", {
+    request: Type.Object({ fileHashes: Type.Array(FileHash, { maxItems: 1000 }) }),
+    response: Type.Array(FileHash),
+  }),
   pendingInvitations: defineRpc("projects.permission.pending-of-user", {
     request: Type.Object({ userId: Id }),
     response: Type.Array(ProjectPermission),

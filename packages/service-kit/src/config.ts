@@ -41,6 +41,34 @@ export const RedisEnv = {
     description: "prefix of every Redis key this deployment writes",
   }),
 };
+export const ChainEnv = {
+  CHAIN_RPC_URL: Type.String({
+    default: "http://127.0.0.1:8545",
+    pattern: "^(https?|wss?)://",
+    description: "EVM JSON-RPC endpoint; unset: `pnpm start` starts anvil and deploys the contracts",
+  }),
+  CHAIN_DEPLOYMENT_FILE: Type.String({
+    default: ".local/chain/deployment.json",
+    description: "deployment file written by the contracts deploy script (chain id, contract addresses)",
+  }),
+  CHAIN_TIMEOUT_MS: Type.Integer({
+    default: 5000,
+    minimum: 100,
+    description: "timeout of one chain JSON-RPC request; past it the read that needed it answers 503",
+  }),
+};
+export const HealthEnv = {
+  HEALTH_PORT: Type.Integer({
+    default: 0,
+    minimum: 0,
+    maximum: 65_535,
+    description: "internal port of /healthz, /readyz and /metrics (probes, Prometheus); 0 turns it off",
+  }),
+  HEALTH_HOST: Type.String({
+    default: "127.0.0.1",
+    description: "interface of HEALTH_PORT (0.0.0.0 in a container, never a public address)",
+  }),
+};
 export const LogEnv = {
   LOG_LEVEL: Type.Enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
     default: "info",

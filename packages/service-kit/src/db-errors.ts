@@ -9,8 +9,28 @@ export function translateDbError(error: unknown, conflict?: { code: string; mess
   if (error instanceof UniqueConstraintViolationException && conflict) {
     return errors.conflict(conflict.code, conflict.message, { cause: error });
   }
-  if (error instanceof ConnectionException) {
+  if (error instanceof ConnectionException || isConnectionLoss(error)) {
     return errors.unavailable(ErrorCode.DB_UNAVAILABLE, "The database is unavailable.", { cause: error });
   }
   return error;
+}
+
+/**
+ * A Postgres error that says the connection or the server went away, not that the statement was wrong:
+ * class 08 (connection exception), class 57 (operator intervention: a terminated backend, a shutdown,
+ * a server starting up) and class 53 (insufficient resources, e.g. too many connections). A driver error
+ * of a closed socket has no SQLSTATE but says so.
+ */
+function isConnectionLoss(error: unknown): boolean {
+  for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined; e; ) {
+    if (typeof e.code === "string" && /^(08|57|53)[0-9A-Z]{3}$/.test(e.code)) return true;
+    if (
+      typeof e.message === "string" &&
+      /Connection terminated|connection (is )?closed|terminating connection/i.test(e.message)
+    ) {
+      return true;
+    }
+    e = e.cause as typeof e;
+  }
+  return false;
 }

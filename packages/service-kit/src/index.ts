@@ -1,6 +1,7 @@
 export * from "./config.ts";
 export * from "./db-errors.ts";
 export * from "./handle-once.ts";
+export * from "./health-server.ts";
 export * from "./logger.ts";
 export * from "./orm.ts";
 export * from "./outbox.ts";

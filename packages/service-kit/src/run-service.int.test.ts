@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
 import { createTestVhost, type TestVhost, waitFor } from "@fundraise/bus/testing";
@@ -23,13 +24,13 @@ afterAll(async () => {
   await vhost?.dispose();
 });
 
-function startFixture(): { child: ChildProcess; output: () => string } {
+function startFixture(env: Record<string, string> = {}): { child: ChildProcess; output: () => string } {
   let output = "";
   const child = spawn(
     process.execPath,
     ["--import", "tsx", join(import.meta.dirname, "test", "run-service-fixture.ts")],
     {
-      env: { ...process.env, AMQP_URL: vhost.url },
+      env: { ...process.env, AMQP_URL: vhost.url, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
@@ -65,6 +66,32 @@ describe("runService", () => {
     ]);
   }, 60_000);
 
+  it("serves /healthz, /readyz and /metrics on HEALTH_PORT; readiness turns 503 once shutdown begins", async () => {
+    const port = await freePort();
+    const { child, output } = startFixture({ HEALTH_PORT: String(port) });
+    const get = (path: string) => fetch(`http://127.0.0.1:${port}${path}`);
+    await waitFor(() => steps(output()).includes("ready"), 30_000, "the fixture service");
+    await waitFor(async () => (await get("/readyz").catch(() => undefined))?.status === 200, 10_000, "ready");
+
+    expect(await (await get("/healthz")).json()).toEqual({ alive: true });
+    expect(await (await get("/readyz")).json()).toEqual({ ready: true, fixture: "fine" });
+    const metrics = await (await get("/metrics")).text();
+    expect(metrics).toContain('service_info{service="fixture"} 1');
+    expect(metrics).toContain("bus_connected 1");
+    expect(metrics).toContain("fixture_calls 3");
+    expect((await get("/nothing")).status).toBe(404);
+
+    // A slow handler holds the shutdown open: the probe sees "not ready" while the service drains.
+    const call = client.call(SlowRpc, { ms: 1_500 }, { timeoutMs: 10_000 });
+    await waitFor(() => steps(output()).includes("handler started"), 10_000, "the handler");
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    child.kill("SIGTERM");
+    await waitFor(async () => (await get("/readyz").catch(() => undefined))?.status === 503, 5_000, "503");
+    expect(await (await get("/readyz")).json()).toEqual({ ready: false, reason: "shutting down" });
+    await expect(call).resolves.toBe("done");
+    expect(await exited).toBe(0);
+  }, 60_000);
+
   it("a service that cannot start logs why and exits 1", async () => {
     let output = "";
     const child = spawn(
@@ -81,3 +108,11 @@ describe("runService", () => {
     expect(steps(output)).toEqual([]);
   }, 60_000);
 });
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}

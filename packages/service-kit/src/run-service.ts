@@ -1,4 +1,5 @@
 import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
+import { type HealthServer, metricLines, startHealthServer } from "./health-server.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import type { ServiceOutbox } from "./outbox.ts";
 import { createShutdown, exitOnSignals, type Shutdown } from "./shutdown.ts";
@@ -7,6 +8,8 @@ import { createShutdown, exitOnSignals, type Shutdown } from "./shutdown.ts";
 export interface ServiceConfig {
   amqp: { url: string; prefetch: number; journal: boolean; connectTimeoutMs?: number };
   log: { level: string };
+  /** The internal port of `/healthz`, `/readyz` and `/metrics` (HealthEnv); port 0 or absent: none. */
+  health?: { port: number; host: string };
 }
 
 /** A started service, as its composition root (`app.ts`) returns it. */
@@ -17,6 +20,10 @@ export interface ServiceApp {
   outbox?: ServiceOutbox;
   /** Closes what the app opened (database, Redis, timers). */
   stop(): Promise<void>;
+  /** The service's own readiness beyond a connected bus (the indexer: lag within its bound). */
+  readiness?: () => { ready: boolean; detail?: Record<string, unknown> };
+  /** The service's own Prometheus lines, appended to the process's on `/metrics`. */
+  metrics?: () => string;
 }
 
 export interface ServiceSpec<C extends ServiceConfig> {
@@ -42,7 +49,20 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
   const shutdown = createShutdown(log);
   exitOnSignals(shutdown, log);
   let bus: AmqpBus | undefined;
+  let app: ServiceApp | undefined;
+  let health: HealthServer | undefined;
   try {
+    if (config.health?.port) {
+      // Up before the app starts: liveness answers during migrations and start-up, readiness says "starting".
+      health = await startHealthServer({
+        ...config.health,
+        source: {
+          readiness: () => readinessOf(bus, app, shutdown),
+          metrics: () => processMetrics(spec.name, bus, app),
+        },
+      });
+      log.info({ port: health.port }, "health endpoints listening");
+    }
     bus = await createAmqpBus({
       url: config.amqp.url,
       service: spec.name,
@@ -54,18 +74,56 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
         : { connectTimeoutMs: config.amqp.connectTimeoutMs }),
     });
     const started = bus;
-    const app = await spec.start({ config, log, bus: started, shutdown });
+    const startedApp = await spec.start({ config, log, bus: started, shutdown });
+    app = startedApp;
     // Steps run last-added first.
-    shutdown.add("app", () => app.stop());
+    const server = health;
+    if (server) shutdown.add("health endpoints", () => server.close());
+    shutdown.add("app", () => startedApp.stop());
     shutdown.add("bus", () => started.close());
-    if (app.outbox) shutdown.add("outbox relay", () => app.outbox?.stop());
+    if (startedApp.outbox) shutdown.add("outbox relay", () => startedApp.outbox?.stop());
     shutdown.add("consumers", () => started.stopConsuming());
-    if (app.closeIntake) shutdown.add("intake", () => app.closeIntake?.());
+    if (startedApp.closeIntake) shutdown.add("intake", () => startedApp.closeIntake?.());
     // A parent that started this process with an IPC channel (`pnpm start`) learns that it serves now.
     process.send?.({ type: "ready", service: spec.name });
   } catch (err) {
     log.fatal({ err }, `${spec.name} failed to start`);
     await bus?.close().catch(() => undefined);
+    await health?.close().catch(() => undefined);
     process.exit(1);
   }
+}
+
+function readinessOf(
+  bus: AmqpBus | undefined,
+  app: ServiceApp | undefined,
+  shutdown: Shutdown,
+): { ready: boolean; detail?: Record<string, unknown> } {
+  if (shutdown.signal.aborted) return { ready: false, detail: { reason: "shutting down" } };
+  if (!app) return { ready: false, detail: { reason: "starting" } };
+  if (!bus?.isConnected()) return { ready: false, detail: { reason: "message broker unreachable" } };
+  return app.readiness?.() ?? { ready: true };
+}
+
+function processMetrics(service: string, bus: AmqpBus | undefined, app: ServiceApp | undefined): string {
+  const memory = process.memoryUsage();
+  const lines = [
+    `# HELP service_info The service this process runs.\n# TYPE service_info gauge\nservice_info{service="${service}"} 1`,
+    metricLines("process_resident_memory_bytes", "gauge", "Resident set size.", memory.rss),
+    metricLines(
+      "process_uptime_seconds",
+      "gauge",
+      "Seconds since the process started.",
+      Math.round(process.uptime()),
+    ),
+    metricLines(
+      "bus_connected",
+      "gauge",
+      "1 while connected to the message broker.",
+      bus?.isConnected() ? 1 : 0,
+    ),
+  ];
+  const own = app?.metrics?.();
+  if (own) lines.push(own.trimEnd());
+  return `${lines.join("\n")}\n`;
 }

@@ -6,6 +6,7 @@ import { handleOnce } from "./handle-once.ts";
 import { silentLogger } from "./logger.ts";
 import { createOrm, type Orm } from "./orm.ts";
 import { executorOf, inTransaction } from "./sql.ts";
+import { expectAppError } from "./testing/assertions.ts";
 import { createTestDatabase, type TestDatabase } from "./testing/database.ts";
 
 // The SQL executor, the transaction helper and handleOnce that every service shares, on real Postgres.
@@ -107,4 +108,32 @@ describe("handleOnce", () => {
     expect(await handleOnce(orm.em.fork(), keyed, ctx("m-3"), async () => undefined)).toBe(true);
     expect(await handleOnce(orm.em.fork(), keyed, ctx("m-4"), async () => undefined)).toBe(false);
   });
+});
+
+describe("a connection the server terminates inside a transaction", () => {
+  it("is 503 DB_UNAVAILABLE, and its pool slot comes back (more failures than the pool has connections)", async () => {
+    const small = await createOrm({
+      url: db.url,
+      schema: "kit",
+      entities: [Note],
+      migrations: [{ name: "Migration1_notes", class: Migration1_notes }],
+      log,
+      poolMax: 2,
+    });
+    try {
+      for (let i = 0; i < 5; i++) {
+        await expectAppError(
+          inTransaction(small.em.fork(), async ({ sql }) => {
+            await sql.query("select pg_terminate_backend(pg_backend_pid())");
+          }),
+          "unavailable",
+          "DB_UNAVAILABLE",
+        );
+      }
+      // Without the slots back, this would wait forever for a connection.
+      expect(await small.em.fork().count(Note, {})).toBeGreaterThanOrEqual(0);
+    } finally {
+      await small.close();
+    }
+  }, 30_000);
 });

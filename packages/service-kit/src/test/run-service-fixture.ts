@@ -14,6 +14,7 @@ await runService({
   loadConfig: () => ({
     amqp: { url: process.env.AMQP_URL as string, prefetch: 4, journal: false, connectTimeoutMs: 2_000 },
     log: { level: "silent" },
+    health: { port: Number(process.env.HEALTH_PORT ?? 0), host: "127.0.0.1" },
   }),
   async start({ bus }) {
     await bus.serve(SlowRpc, async ({ ms }) => {
@@ -30,6 +31,8 @@ await runService({
         stop: async () => step("outbox relay"),
       },
       stop: async () => step("app"),
+      readiness: () => ({ ready: true, detail: { fixture: "fine" } }),
+      metrics: () => "# TYPE fixture_calls counter\nfixture_calls 3",
     };
   },
 });
