@@ -1,0 +1,276 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { auctionAt, factoryAt, registryAt } from "@fundraise/contracts";
+import { ChainEvents, ChainRpc, ErrorCode } from "@fundraise/protocol";
+import { expectAppError, type ServiceHarness } from "@fundraise/service-kit/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChainIndexerApp } from "./app.ts";
+import {
+  outboxFacts,
+  projectHash,
+  registerMany,
+  send,
+  setStatus,
+  startChain,
+  startHarness,
+  storedLogs,
+  type TestChain,
+  waitIndexed,
+} from "./test/harness.ts";
+
+const E18 = 10n ** 18n;
+const BULK = 2_000;
+const PER_BLOCK = 50;
+/** The proxy refuses any eth_getLogs wider than this many blocks, as hosted providers do. */
+const PROXY_MAX_RANGE = 7;
+
+let chain: TestChain;
+let proxy: Server;
+let refused = 0;
+let h: ServiceHarness;
+let approved: string;
+let auction: string;
+let token: string;
+
+/** A JSON-RPC proxy in front of anvil that refuses wide log queries ("query returned more than 10000 results"). */
+async function startRefusingProxy(target: string): Promise<string> {
+  proxy = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+      id: number;
+      method: string;
+      params: [{ fromBlock: string; toBlock: string }];
+    };
+    if (!Array.isArray(body) && body.method === "eth_getLogs") {
+      const { fromBlock, toBlock } = body.params[0];
+      if (Number(toBlock) - Number(fromBlock) + 1 > PROXY_MAX_RANGE) {
+        refused += 1;
+        res.setHeader("content-type", "application/json");
+        res.end(
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id: body.id,
+            error: { code: -32005, message: "query returned more than 10000 results" },
+          }),
+        );
+        return;
+      }
+    }
+    const answer = await fetch(target, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    res.setHeader("content-type", "application/json");
+    res.end(await answer.text());
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+}
+
+beforeAll(async () => {
+  chain = await startChain();
+  const [admin, v1, v2, v3, blacklisted, viewer, proposer] = chain.signers as [
+    (typeof chain.signers)[number],
+    ...(typeof chain.signers)[number][],
+  ];
+  for (const voter of [v1!, v2!, v3!]) await setStatus(chain, voter.address, "Whitelisted");
+  await setStatus(chain, blacklisted!.address, "Blacklisted");
+  await setStatus(chain, viewer!.address, "Viewer");
+  await setStatus(chain, v3!.address, "Default");
+  // A project approved by two of the whitelisted voters, its token, an auction created and started.
+  approved = projectHash("approved");
+  await send(registryAt(chain.deployment.registry, proposer!).registerProject(approved), chain.provider);
+  for (const voter of [v1!, v2!]) {
+    await send(registryAt(chain.deployment.registry, voter).voteProposal(approved, true), chain.provider);
+  }
+  const factory = factoryAt(chain.deployment.factory, proposer!);
+  await send(factory.createToken(approved, "Approved token", "APR", 1_000n * E18), chain.provider);
+  await send(factory.createAuction(approved, "FCFSAuction", [100n * E18, E18, 0n, 0n]), chain.provider);
+  const record = await factory.projectTokens(approved);
+  auction = record.auction as string;
+  token = record.token as string;
+  await send(auctionAt(auction, proposer!, "FCFSAuction").startAuction(3600), chain.provider);
+  void admin;
+  await registerMany(chain, BULK, PER_BLOCK);
+
+  const url = await startRefusingProxy(chain.anvil.url);
+  h = await startHarness("backfill", {
+    CHAIN_RPC_URL: url,
+    CHAIN_DEPLOYMENT_FILE: chain.deploymentFile,
+    CHAIN_POLL_INTERVAL_MS: "20",
+    CHAIN_LOG_RANGE_MAX: "64",
+  });
+  await waitIndexed(h.sql, chain, 60_000);
+}, 120_000);
+
+afterAll(async () => {
+  await h?.stop();
+  await new Promise((resolve) => proxy?.close(resolve));
+  await chain?.stop();
+});
+
+describe("backfill", () => {
+  it("stores every followed log once, through a provider that refuses wide ranges (ranges shrink)", async () => {
+    expect(refused).toBeGreaterThan(0);
+    const logs = await storedLogs(h.sql);
+    expect(new Set(logs).size).toBe(logs.length);
+    const count = (event: string) => logs.filter((l) => l.startsWith(`${event} `)).length;
+    expect(count("Register")).toBe(BULK + 1);
+    expect(count("UserStatusChanged")).toBe(6);
+    expect(count("WhitelistInsert")).toBe(3);
+    expect(count("WhitelistRemove")).toBe(1);
+    expect(count("Vote")).toBe(2);
+    expect(count("ProjectEvaluation")).toBe(1);
+    expect(count("TokenCreation")).toBe(1);
+    expect(count("CreateAuctionEvent")).toBe(1);
+    // The auction was discovered from its creation and its own logs indexed.
+    expect(count("AuctionStarted")).toBe(1);
+    expect(count("AdminChange")).toBe(1);
+  });
+
+  it("owes exactly one fact per fact-producing log, each with its chain position", async () => {
+    const facts = await outboxFacts(h.sql);
+    expect(new Set(facts).size).toBe(facts.length);
+    const named = (event: { name: string }) => facts.filter((f) => f.startsWith(`${event.name} `));
+    expect(named(ChainEvents.projectRegistered)).toHaveLength(BULK + 1);
+    expect(named(ChainEvents.projectEvaluated)).toHaveLength(1);
+    expect(named(ChainEvents.auctionCreated)).toHaveLength(1);
+    expect(named(ChainEvents.tokenCreated)).toHaveLength(1);
+    expect(named(ChainEvents.auctionStatusChanged)).toHaveLength(1);
+    // Six status changes and the deployer's admin grant.
+    expect(named(ChainEvents.userStatusChanged)).toHaveLength(7);
+    const evaluated = JSON.parse(named(ChainEvents.projectEvaluated)[0]!.split(" ").slice(1).join(" "));
+    expect(evaluated).toMatchObject({ projectHash: approved, isApproved: true });
+    expect(evaluated.origin).toMatchObject({ chainId: 31337, logIndex: expect.any(Number) });
+    expect(evaluated.origin.blockTimestamp).toBeGreaterThan(0);
+  });
+
+  it("publishes the facts on the bus", async () => {
+    await expect
+      .poll(() => h.events.filter((e) => e.name === ChainEvents.projectRegistered.name).length, {
+        timeout: 20_000,
+      })
+      .toBe(BULK + 1);
+    const status = h.events.find(
+      (e) => e.name === ChainEvents.auctionStatusChanged.name && e.payload.auction === auction,
+    );
+    expect(status?.payload).toMatchObject({ projectHash: approved, status: "Running" });
+  });
+});
+
+describe("reads", () => {
+  const addressOf = (i: number) => () => chain.signers[i]!.address;
+  const [v1, v3, blacklisted, viewer] = [addressOf(1), addressOf(3), addressOf(4), addressOf(5)];
+
+  it("answers Whitelisted, the chain role and the whitelist logs of an address", async () => {
+    expect(await h.client.call(ChainRpc.whitelisted, { address: v1() })).toBe(true);
+    expect(await h.client.call(ChainRpc.whitelisted, { address: v3() })).toBe(false);
+    expect(await h.client.call(ChainRpc.whitelisted, { address: v1().toLowerCase() })).toBe(true);
+    expect(await h.client.call(ChainRpc.role, { address: chain.signers[0]!.address })).toBe("Admin");
+    expect(await h.client.call(ChainRpc.role, { address: blacklisted() })).toBe("Blacklist");
+    expect(await h.client.call(ChainRpc.role, { address: viewer() })).toBe("Viewer");
+    expect(await h.client.call(ChainRpc.role, { address: v3() })).toBe("Base");
+    const inserts = await h.client.call(ChainRpc.whitelistInsertLogs, { address: v3() });
+    const removes = await h.client.call(ChainRpc.whitelistRemoveLogs, { address: v3() });
+    expect(inserts).toHaveLength(1);
+    expect(removes).toHaveLength(1);
+    expect(inserts[0]).toEqual({
+      event: { user: v3() },
+      log: {
+        address: chain.deployment.registry,
+        blockHash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+        blockNumber: expect.any(Number),
+        transactionHash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+        transactionIndex: 0,
+        logIndex: expect.any(Number),
+        removed: false,
+      },
+    });
+  });
+
+  it("answers the evaluation logs in behaviour.md §5's format and the evaluation of a hash", async () => {
+    const logs = await h.client.call(ChainRpc.evaluationLogs, {});
+    expect(logs.map((l) => l.event)).toEqual([{ projectHash: approved, isApproved: true }]);
+    const evaluation = await h.client.call(ChainRpc.evaluation, {
+      fileHash: approved.slice(2).toUpperCase(),
+    });
+    expect(evaluation.isApproved).toBe(true);
+    expect(evaluation.indexedBlock).toBeGreaterThanOrEqual(logs[0]!.log.blockNumber);
+    expect(await h.client.call(ChainRpc.registerLogs, {})).toHaveLength(BULK + 1);
+  });
+
+  it("answers the auction of a project hash: address, type, token, proposer, created and started", async () => {
+    const answer = await h.client.call(ChainRpc.auctionByHash, { fileHash: approved });
+    expect(answer).toMatchObject({
+      project: {
+        proposerAddress: chain.signers[6]!.address,
+        tokenAddress: token,
+        auctionAddress: auction,
+        auctionType: "FCFSAuction",
+      },
+      isAuctionCreated: true,
+      isAuctionStarted: true,
+      auctionStatus: "Running",
+    });
+    expect(answer.indexedBlock).toBeGreaterThan(0);
+  });
+
+  it("answers unknown hashes and addresses with null or false, never an error", async () => {
+    const unknown = projectHash("never registered");
+    expect(await h.client.call(ChainRpc.evaluation, { fileHash: unknown })).toMatchObject({
+      isApproved: null,
+    });
+    expect(await h.client.call(ChainRpc.auctionByHash, { fileHash: unknown })).toMatchObject({
+      project: { proposerAddress: null, tokenAddress: null, auctionAddress: null, auctionType: null },
+      isAuctionCreated: false,
+      isAuctionStarted: false,
+      auctionStatus: null,
+    });
+    const nobody = "0x000000000000000000000000000000000000dEaD";
+    expect(await h.client.call(ChainRpc.whitelisted, { address: nobody })).toBe(false);
+    expect(await h.client.call(ChainRpc.whitelistInsertLogs, { address: nobody })).toEqual([]);
+  });
+
+  it("refuses malformed addresses and hashes as validation errors (400)", async () => {
+    const badChecksum = v1().replace(/[a-f]/, (c) => c.toUpperCase());
+    for (const address of ["0x123", "hello", badChecksum === v1() ? "0xZZ" : badChecksum]) {
+      await expectAppError(
+        h.client.call(ChainRpc.whitelisted, { address }),
+        "validation",
+        ErrorCode.VALIDATION_FAILED,
+      );
+    }
+    await expectAppError(
+      h.client.call(ChainRpc.role, { address: "0x" }),
+      "validation",
+      ErrorCode.VALIDATION_FAILED,
+    );
+    await expectAppError(
+      h.client.call(ChainRpc.evaluation, { fileHash: "0x1234" }),
+      "validation",
+      ErrorCode.VALIDATION_FAILED,
+    );
+  });
+
+  it("says how far it has indexed", async () => {
+    const progress = await h.client.call(ChainRpc.progress, {});
+    const head = await chain.provider.getBlockNumber();
+    expect(progress).toEqual({ chainId: 31337, indexedBlock: head, headBlock: head });
+    const app = h.apps[0] as ChainIndexerApp;
+    expect(app.readiness().ready).toBe(true);
+    expect(app.metrics()).toContain(`chain_indexer_indexed_block{chain_id="31337"} ${head}`);
+  });
+});
+
+describe("following the head", () => {
+  it("indexes a new transaction within moments", async () => {
+    const address = chain.signers[7]!.address;
+    expect(await h.client.call(ChainRpc.whitelisted, { address })).toBe(false);
+    await setStatus(chain, address, "Whitelisted");
+    await expect
+      .poll(() => h.client.call(ChainRpc.whitelisted, { address }), { timeout: 5_000, interval: 20 })
+      .toBe(true);
+  });
+});

@@ -1,0 +1,112 @@
+import type { Bus } from "@fundraise/bus";
+import { loadDeployment } from "@fundraise/contracts";
+import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import pg from "pg";
+import { subscribeNewHeads } from "./chain/new-heads.ts";
+import { type ChainClient, createChainClient } from "./chain/rpc-client.ts";
+import type { ChainIndexerConfig } from "./config.ts";
+import { migrations } from "./db/migrations/index.ts";
+import { Cursor } from "./indexer/cursor.entity.ts";
+import { SCHEMA } from "./indexer/index-store.ts";
+import { startIndexer } from "./indexer/indexer.ts";
+import { createProgress } from "./ops/progress.ts";
+import { createChainReads } from "./reads/chain-reads.ts";
+import { serveChainRpc } from "./rpc/index.ts";
+
+/** The chain indexer as `runService` runs it: `readiness` and `metrics` feed `/readyz` and `/metrics`. */
+export type ChainIndexerApp = ServiceApp & Required<Pick<ServiceApp, "readiness" | "metrics">>;
+
+/** Composition root: the only place that sees every dependency of the chain indexer. */
+export async function startChainIndexerApp(deps: {
+  config: ChainIndexerConfig;
+  log: Logger;
+  bus: Bus;
+}): Promise<ChainIndexerApp> {
+  const { config, log, bus } = deps;
+  const deployment = loadDeployment(config.chain.deploymentFile);
+  const chain = createChainClient({ url: config.chain.url, timeoutMs: config.chain.timeoutMs });
+  await checkChain(chain, deployment.chainId, log);
+  const { orm, outbox, stop } = await openServiceDatabase({
+    url: config.db.url,
+    schema: SCHEMA,
+    entities: [Cursor],
+    migrations,
+    bus,
+    log,
+  });
+  // Reads are plain SQL over the stored logs (jsonb arguments), on a small pool of their own.
+  const pool = new pg.Pool({ connectionString: config.db.url, max: 4 });
+  pool.on("error", (err) => log.warn({ err }, "idle read connection failed"));
+  const closeState = async () => {
+    await pool.end();
+    await stop();
+  };
+  const progress = createProgress({
+    chainId: deployment.chainId,
+    startBlock: deployment.startBlock,
+    confirmations: config.chain.confirmations,
+    maxLagBlocks: config.indexer.maxLagBlocks,
+    intervalMs: config.indexer.progressLogMs,
+  });
+  try {
+    await serveChainRpc(
+      bus,
+      createChainReads(() => pool, deployment.chainId),
+      progress,
+    );
+  } catch (error) {
+    await closeState();
+    throw error;
+  }
+  const newHeads = subscribeNewHeads({ rpcUrl: config.chain.url, log });
+  const indexer = startIndexer({
+    chain,
+    deployment,
+    db: { url: config.db.url },
+    log,
+    progress,
+    readCursor: async () => {
+      const cursor = await orm.em.fork().findOne(Cursor, { chainId: deployment.chainId });
+      return cursor ? Number(cursor.blockNumber) : null;
+    },
+    confirmations: config.chain.confirmations,
+    reorgWindow: config.chain.reorgWindow,
+    range: { min: config.indexer.rangeMin, max: config.indexer.rangeMax },
+    pollIntervalMs: config.indexer.pollIntervalMs,
+    newHeads,
+  });
+  log.info(
+    { chainId: deployment.chainId, registry: deployment.registry, startBlock: deployment.startBlock },
+    "chain-indexer ready",
+  );
+  return {
+    outbox,
+    // The chain is this service's intake: stop indexing first, so the outbox relay's last pass publishes
+    // the facts of the last range committed.
+    closeIntake: () => indexer.stop(),
+    readiness: () => progress.readiness(),
+    metrics: () => progress.metrics(),
+    async stop() {
+      newHeads.close();
+      await indexer.stop();
+      await closeState();
+    },
+  };
+}
+
+/**
+ * A chain that answers with another chain id than the deployment file's is a configuration error: refuse
+ * to start. An unreachable chain is not: the indexer tries again until it answers.
+ */
+async function checkChain(chain: ChainClient, expected: number, log: Logger): Promise<void> {
+  let actual: number;
+  try {
+    actual = await chain.chainId();
+  } catch (err) {
+    log.warn({ err }, "the chain is unreachable; indexing starts when it answers");
+    return;
+  }
+  if (actual !== expected) {
+    throw new Error(`CHAIN_RPC_URL serves chain ${actual} but the deployment file is for chain ${expected}`);
+  }
+}

@@ -1,0 +1,89 @@
+import { isAbsolute, resolve } from "node:path";
+import {
+  AmqpEnv,
+  ChainEnv,
+  ConfigError,
+  DatabaseEnv,
+  HealthEnv,
+  LogEnv,
+  loadEnv,
+} from "@fundraise/service-kit";
+import Type from "typebox";
+
+/** The chain indexer's environment: the shared fragments (the chain's as auth reads it) and its own. */
+export const ChainIndexerEnv = {
+  ...DatabaseEnv,
+  ...AmqpEnv,
+  ...LogEnv,
+  ...HealthEnv,
+  ...ChainEnv,
+  CHAIN_CONFIRMATIONS: Type.Integer({
+    default: 0,
+    minimum: 0,
+    maximum: 1000,
+    description: "blocks below the head before the indexer turns a block's logs into facts (0: at once)",
+  }),
+  CHAIN_REORG_WINDOW: Type.Integer({
+    default: 128,
+    minimum: 1,
+    maximum: 100_000,
+    description: "indexed block hashes kept to find the common ancestor of a reorg (deepest reorg handled)",
+  }),
+  CHAIN_LOG_RANGE_MIN: Type.Integer({
+    default: 1,
+    minimum: 1,
+    description: "smallest eth_getLogs block range the indexer shrinks to when the provider refuses",
+  }),
+  CHAIN_LOG_RANGE_MAX: Type.Integer({
+    default: 2000,
+    minimum: 1,
+    description: "largest eth_getLogs block range (the range doubles after each accepted request)",
+  }),
+  CHAIN_POLL_INTERVAL_MS: Type.Integer({
+    default: 250,
+    minimum: 10,
+    description: "how often the indexer asks the chain for a new head once caught up",
+  }),
+  INDEXER_MAX_LAG_BLOCKS: Type.Integer({
+    default: 20,
+    minimum: 0,
+    description: "the indexer's /readyz answers not ready while it is more blocks than this behind the head",
+  }),
+  INDEXER_PROGRESS_LOG_MS: Type.Integer({
+    default: 5000,
+    minimum: 100,
+    description: "interval of the backfill progress log line (block, target, %, events/s, time left)",
+  }),
+};
+
+export type ChainIndexerConfig = ReturnType<typeof loadConfig>;
+
+/** Reads and checks the environment once (main.ts); tests pass literals. */
+export function loadConfig(env: Record<string, string | undefined> = process.env, cwd = process.cwd()) {
+  const e = loadEnv(ChainIndexerEnv, env);
+  if (e.CHAIN_LOG_RANGE_MIN > e.CHAIN_LOG_RANGE_MAX) {
+    throw new ConfigError(["CHAIN_LOG_RANGE_MIN must not exceed CHAIN_LOG_RANGE_MAX"]);
+  }
+  return Object.freeze({
+    db: { url: e.DATABASE_URL, schema: "chain_indexer" },
+    amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },
+    log: { level: e.LOG_LEVEL },
+    health: { port: e.HEALTH_PORT, host: e.HEALTH_HOST },
+    chain: {
+      url: e.CHAIN_RPC_URL,
+      deploymentFile: isAbsolute(e.CHAIN_DEPLOYMENT_FILE)
+        ? e.CHAIN_DEPLOYMENT_FILE
+        : resolve(cwd, e.CHAIN_DEPLOYMENT_FILE),
+      timeoutMs: e.CHAIN_TIMEOUT_MS,
+      confirmations: e.CHAIN_CONFIRMATIONS,
+      reorgWindow: e.CHAIN_REORG_WINDOW,
+    },
+    indexer: {
+      rangeMin: e.CHAIN_LOG_RANGE_MIN,
+      rangeMax: e.CHAIN_LOG_RANGE_MAX,
+      pollIntervalMs: e.CHAIN_POLL_INTERVAL_MS,
+      maxLagBlocks: e.INDEXER_MAX_LAG_BLOCKS,
+      progressLogMs: e.INDEXER_PROGRESS_LOG_MS,
+    },
+  });
+}
