@@ -1,5 +1,14 @@
 import { isAbsolute, resolve } from "node:path";
-import { AmqpEnv, ConfigError, DatabaseEnv, LogEnv, loadEnv, RedisEnv } from "@fundraise/service-kit";
+import {
+  AmqpEnv,
+  ChainEnv,
+  ConfigError,
+  DatabaseEnv,
+  HealthEnv,
+  LogEnv,
+  loadEnv,
+  RedisEnv,
+} from "@fundraise/service-kit";
 import Type from "typebox";
 
 /**
@@ -11,20 +20,8 @@ export const AuthEnv = {
   ...AmqpEnv,
   ...RedisEnv,
   ...LogEnv,
-  CHAIN_RPC_URL: Type.String({
-    default: "http://127.0.0.1:8545",
-    pattern: "^(https?|wss?)://",
-    description: "EVM JSON-RPC endpoint; unset: `pnpm start` starts anvil and deploys the contracts",
-  }),
-  CHAIN_DEPLOYMENT_FILE: Type.String({
-    default: ".local/chain/deployment.json",
-    description: "deployment file written by the contracts deploy script (chain id, registry address)",
-  }),
-  CHAIN_TIMEOUT_MS: Type.Integer({
-    default: 5000,
-    minimum: 100,
-    description: "timeout of one chain JSON-RPC request (role and EIP-1271 reads); past it login answers 503",
-  }),
+  ...HealthEnv,
+  ...ChainEnv,
   SMTP_URL: Type.String({
     default: "",
     pattern: "^(smtps?://.*)?$",
@@ -143,6 +140,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },
     redis: { url: e.REDIS_URL, prefix: e.REDIS_PREFIX },
     log: { level: e.LOG_LEVEL },
+    health: { port: e.HEALTH_PORT, host: e.HEALTH_HOST },
     chain: {
       url: e.CHAIN_RPC_URL,
       deploymentFile: path(e.CHAIN_DEPLOYMENT_FILE),

@@ -1,9 +1,12 @@
 import type { Bus } from "@fundraise/bus";
 import { ChainRpc, StorageRpc, UsersRpc } from "@fundraise/protocol";
 import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import { createDirectChainRead } from "./chain/direct-read.ts";
+import { withDirectFallback } from "./chain/fallback.ts";
 import type { ProjectsConfig } from "./config.ts";
 import { migrations } from "./db/migrations/index.ts";
 import { type ChainIndex, createChainSync } from "./projects/chain.service.ts";
+import { createHotReads } from "./projects/hot-reads.ts";
 import { createMembershipService } from "./projects/membership.service.ts";
 import { Permission, Project, Rating } from "./projects/project.entity.ts";
 import type { ContentStore, UserDirectory } from "./projects/project.ports.ts";
@@ -27,6 +30,11 @@ export async function startProjectsApp(deps: {
     bus,
     log,
   });
+  const directChain = createDirectChainRead(config.chain);
+  const stopAll = async () => {
+    directChain.close();
+    await stop();
+  };
   try {
     const content: ContentStore = {
       upload: (input, ctx) => bus.call(StorageRpc.upload, input, ctx),
@@ -43,25 +51,31 @@ export async function startProjectsApp(deps: {
       byUsername: (username, ctx) => bus.call(UsersRpc.byUsername, { username }, ctx),
       byIds: (ids, ctx) => bus.call(UsersRpc.byIds, { ids }, ctx),
     };
-    const index: ChainIndex = {
-      evaluation: (fileHash, ctx) => bus.call(ChainRpc.evaluation, { fileHash }, ctx),
-      auction: (fileHash, ctx) => bus.call(ChainRpc.auctionByHash, { fileHash }, ctx),
-    };
+    // The indexer gets a part of the caller's deadline; the direct read the rest.
+    const indexCtx = <C extends object>(ctx: C) => ({ ...ctx, timeoutMs: config.chain.indexTimeoutMs });
+    const index: ChainIndex = withDirectFallback(
+      {
+        evaluation: (fileHash, ctx) => bus.call(ChainRpc.evaluation, { fileHash }, indexCtx(ctx)),
+        auction: (fileHash, ctx) => bus.call(ChainRpc.auctionByHash, { fileHash }, indexCtx(ctx)),
+      },
+      directChain,
+    );
     const repository = createProjectRepository(() => orm.em.fork());
     const projects = createProjectService({
       projects: repository,
       content,
       reviewQueueMax: config.reviewQueueMax,
       readConcurrency: config.readConcurrency,
+      hotReads: createHotReads({ version: () => repository.listVersion() }),
     });
     const memberships = createMembershipService({ projects: repository, users });
     const chain = createChainSync({ projects: repository, index, consumer: CONSUMER });
     await serveProjectsRpc(bus, projects, memberships, chain);
     await subscribeProjects(bus, projects, chain);
   } catch (error) {
-    await stop();
+    await stopAll();
     throw error;
   }
   log.info("projects service ready");
-  return { outbox, stop };
+  return { outbox, stop: stopAll };
 }

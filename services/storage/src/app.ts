@@ -1,11 +1,12 @@
 import type { Bus } from "@fundraise/bus";
-import { isAppError } from "@fundraise/protocol";
+import { isAppError, ProjectsRpc } from "@fundraise/protocol";
 import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import type { StorageConfig } from "./config.ts";
 import { createContentService } from "./content/content.service.ts";
 import { createKuboIpfs, type Ipfs } from "./content/ipfs.ts";
 import { Pin } from "./content/pin.entity.ts";
 import { createPinRepository, STORAGE_SCHEMA } from "./content/pin.repository.ts";
+import { createReconciler, type ReconcileRound, type Reconciler } from "./content/reconcile.ts";
 import { migrations } from "./db/migrations/index.ts";
 import { serveStorageRpc } from "./rpc/index.ts";
 
@@ -28,12 +29,58 @@ export async function checkIpfs(ipfs: Ipfs, waitMs: number, log: Logger): Promis
   }
 }
 
+/** The started storage service; `reconcile` runs one orphan reconciliation round now (tests, operators). */
+export interface StorageApp extends ServiceApp {
+  reconcile(): Promise<ReconcileRound>;
+}
+
+/**
+ * Orphan reconciliation rounds, `intervalMs` after the end of the previous one (rounds never overlap in a
+ * process; across replicas the round's advisory lock keeps them apart). 0: no timer, rounds only on demand.
+ */
+export function scheduleReconciliation(reconciler: Reconciler, intervalMs: number, log: Logger) {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let stopped = false;
+  const run = (): Promise<ReconcileRound> => {
+    const round = reconciler.round();
+    running = round.then(
+      () => undefined,
+      () => undefined,
+    );
+    return round;
+  };
+  const next = () => {
+    if (stopped || intervalMs === 0) return;
+    timer = setTimeout(async () => {
+      await run().catch((err: unknown) => log.warn({ err }, "orphan reconciliation round failed"));
+      next();
+    }, intervalMs);
+    timer.unref();
+  };
+  next();
+  return {
+    /** Waits for a round under way, then runs one. */
+    async now(): Promise<ReconcileRound> {
+      if (stopped) throw new Error("the storage service is stopping: no reconciliation round");
+      await running;
+      return run();
+    },
+    /** No new round; waits for the one under way. */
+    async stop(): Promise<void> {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
 /** Composition root: the only place that sees every dependency of the storage service. */
 export async function startStorageApp(deps: {
   config: StorageConfig;
   log: Logger;
   bus: Bus;
-}): Promise<ServiceApp> {
+}): Promise<StorageApp> {
   const { config, log, bus } = deps;
   const ipfs = createKuboIpfs(config.ipfs);
   const { version } = await checkIpfs(ipfs, config.ipfs.startupWaitMs, log);
@@ -46,17 +93,39 @@ export async function startStorageApp(deps: {
     bus,
     log,
   });
+  const pins = createPinRepository(() => orm.em.fork(), { url: config.db.url, log });
+  const content = createContentService({
+    ipfs,
+    pins,
+    limits: config.limits,
+    graceMs: config.reconcile.graceMs,
+  });
   try {
-    const content = createContentService({
-      ipfs,
-      pins: createPinRepository(() => orm.em.fork()),
-      limits: config.limits,
-    });
     await serveStorageRpc(bus, content);
   } catch (error) {
     await stop();
     throw error;
   }
-  log.info("storage service ready");
-  return { outbox, stop };
+  const reconciliation = scheduleReconciliation(
+    createReconciler({
+      pins,
+      content,
+      heldContent: (fileHashes, ctx) => bus.call(ProjectsRpc.heldContent, { fileHashes }, ctx),
+      graceMs: config.reconcile.graceMs,
+      log,
+    }),
+    config.reconcile.intervalMs,
+    log,
+  );
+  log.info({ reconcile: config.reconcile }, "storage service ready");
+  return {
+    outbox,
+    reconcile: () => reconciliation.now(),
+    // The timer's rounds are work that does not come over the bus: they stop with the intake.
+    closeIntake: () => reconciliation.stop(),
+    async stop() {
+      await reconciliation.stop();
+      await stop();
+    },
+  };
 }

@@ -1,4 +1,4 @@
-import { AmqpEnv, DatabaseEnv, LogEnv, loadEnv } from "@fundraise/service-kit";
+import { AmqpEnv, DatabaseEnv, HealthEnv, LogEnv, loadEnv } from "@fundraise/service-kit";
 import Type from "typebox";
 
 const MiB = 1_048_576;
@@ -42,7 +42,33 @@ export const IpfsEnv = {
   }),
 };
 
-export const StorageEnv = { ...DatabaseEnv, ...AmqpEnv, ...LogEnv, ...IpfsEnv };
+/** The orphan reconciliation (content/reconcile.ts). */
+export const ReconcileEnv = {
+  RECONCILE_INTERVAL_MS: Type.Integer({
+    default: 300_000,
+    minimum: 0,
+    maximum: 86_400_000,
+    description:
+      "pause between two orphan reconciliation rounds (unpin content no project holds); 0 turns it off",
+  }),
+  ORPHAN_GRACE_MS: Type.Integer({
+    default: 900_000,
+    // Twice the deadline of the projects service's Add and Update (60 s): content younger than this may
+    // belong to an Add that has not committed yet.
+    minimum: 120_000,
+    maximum: 604_800_000,
+    description: "age since its last upload before live content no project holds counts as an orphan",
+  }),
+};
+
+export const StorageEnv = {
+  ...DatabaseEnv,
+  ...AmqpEnv,
+  ...LogEnv,
+  ...HealthEnv,
+  ...IpfsEnv,
+  ...ReconcileEnv,
+};
 
 export type StorageConfig = ReturnType<typeof loadConfig>;
 
@@ -52,6 +78,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     db: { url: e.DATABASE_URL, schema: "storage" },
     amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },
     log: { level: e.LOG_LEVEL },
+    health: { port: e.HEALTH_PORT, host: e.HEALTH_HOST },
     ipfs: {
       url: e.IPFS_API_URL,
       timeoutMs: e.IPFS_TIMEOUT_MS,
@@ -59,5 +86,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       startupWaitMs: e.IPFS_STARTUP_WAIT_MS,
     },
     limits: { maxFileBytes: e.MAX_FILE_BYTES, maxImageBytes: e.MAX_IMAGE_BYTES },
+    reconcile: { intervalMs: e.RECONCILE_INTERVAL_MS, graceMs: e.ORPHAN_GRACE_MS },
   });
 }

@@ -1,5 +1,5 @@
 import type { Bus } from "@fundraise/bus";
-import { ProjectsRpc } from "@fundraise/protocol";
+import { ChainRpc, ProjectsRpc } from "@fundraise/protocol";
 import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import type { UsersConfig } from "./config.ts";
 import { migrations } from "./db/migrations/index.ts";
@@ -34,7 +34,11 @@ export async function startUsersApp(deps: {
         { userId },
         { ...ctx, timeoutMs: config.projects.invitationsTimeoutMs },
       );
-    const users = createUserService({ users: createUserRepository(() => orm.em.fork()), pendingInvitations });
+    const users = createUserService({
+      users: createUserRepository(() => orm.em.fork()),
+      pendingInvitations,
+      chainRole: (address, ctx) => bus.call(ChainRpc.role, { address }, ctx),
+    });
     await serveUsersRpc(bus, users);
     await subscribeUsers(bus, users);
   } catch (error) {

@@ -1,4 +1,4 @@
-import { hashMessage, Signature, Wallet } from "ethers";
+import { hashMessage, Signature, verifyMessage, Wallet } from "ethers";
 import { describe, expect, it } from "vitest";
 import {
   type ContractWalletChecker,
@@ -52,6 +52,16 @@ describe("recoverSigner", () => {
     const signature = await alice.signMessage("LOGIN: 12345678");
     expect(recoverSigner("LOGIN: 12345678", signature)).toBe(alice.address);
     expect(recoverSigner("LOGIN: 12345679", signature)).not.toBe(alice.address);
+  });
+
+  it("agrees with ethers' own recovery on many keys and messages (v 27/28, EIP-2098 compact form)", async () => {
+    for (let i = 0; i < 40; i++) {
+      const wallet = Wallet.createRandom();
+      const message = `LOGIN: ${i * 7919}`;
+      const signature = await wallet.signMessage(message);
+      expect(recoverSigner(message, signature)).toBe(verifyMessage(message, signature));
+      expect(recoverSigner(message, Signature.from(signature).compactSerialized)).toBe(wallet.address);
+    }
   });
 
   it("returns undefined for malformed signatures", async () => {

@@ -25,6 +25,7 @@ import type {
 import Type, { type TSchema } from "typebox";
 import type { Access } from "../plugins/auth.ts";
 import type { Server } from "../server.ts";
+import { openApiNullables } from "./nullable.ts";
 
 export const ErrorEnvelope = Type.Object({
   data: Type.Null(),
@@ -156,7 +157,7 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
     }),
     // Checked when fastify serializes the answer; typed by the RPC's response, not here.
     response: {
-      [status]: route.bare ? dataSchema : ServiceResponse(dataSchema),
+      [status]: openApiNullables(inline(route.bare ? dataSchema : ServiceResponse(dataSchema))),
       "4xx": ErrorEnvelope,
       "5xx": ErrorEnvelope,
     },

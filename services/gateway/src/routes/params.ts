@@ -1,5 +1,6 @@
 import { ADDRESS_PROBLEM, Address, ErrorCode, errors, parseAddress } from "@fundraise/protocol";
 import Type from "typebox";
+import type { HexValues } from "../plugins/hex-json.ts";
 
 /**
  * Path and query shapes shared by the route files. Integers there are plain decimal digits within
@@ -25,13 +26,32 @@ export function addressParam(value: string, field = "address"): string {
 /** Decodes a hex string (optional `0x`) to bytes; anything else is the caller's 400. */
 export function hexToBytes(hex: string, field: string): Uint8Array {
   const digits = hex.startsWith("0x") || hex.startsWith("0X") ? hex.slice(2) : hex;
+  // Node's decoder alone is not strict (it takes the low byte of a full-width "ａ"): the pattern decides.
   if (digits.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(digits)) {
     throw errors.validation(
       ErrorCode.VALIDATION_FAILED,
       `${field} must be a hexadecimal string of whole bytes.`,
     );
   }
-  return Uint8Array.from(Buffer.from(digits, "hex"));
+  // A view of the decoded buffer, not a copy made element by element.
+  const bytes = Buffer.from(digits, "hex");
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/**
+ * The bytes a hex body field stands for: decoded while the body arrived (`hexJsonBody`), or decoded now
+ * when the body was parsed whole.
+ */
+export function bytesOfHexField(value: string, field: string, decoded: HexValues | null): Uint8Array {
+  const taken = decoded?.take(value);
+  if (!taken) return hexToBytes(value, field);
+  if ("invalid" in taken) {
+    throw errors.validation(
+      ErrorCode.VALIDATION_FAILED,
+      `${field} must be a hexadecimal string of whole bytes.`,
+    );
+  }
+  return taken.bytes;
 }
 
 /** Path segments match case-insensitively, as the routes do: `approved` is `Approved`. */

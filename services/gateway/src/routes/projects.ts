@@ -1,9 +1,11 @@
 import type { Bus } from "@fundraise/bus";
 import { PROJECT_STATUSES, ProjectRequest, ProjectsRpc } from "@fundraise/protocol";
 import Type, { type Static } from "typebox";
+import { hexJsonBody } from "../plugins/hex-body.ts";
+import type { HexValues } from "../plugins/hex-json.ts";
 import type { Server } from "../server.ts";
 import { registerRpcRoute } from "./define.ts";
-import { hexToBytes, IdParams, Int32, NoInput, oneOf } from "./params.ts";
+import { bytesOfHexField, IdParams, Int32, NoInput, oneOf } from "./params.ts";
 
 const tag = "Project";
 
@@ -14,14 +16,15 @@ const tag = "Project";
  */
 const isIpfsPath = (value: string) => /^\/ipfs\//i.test(value.trim());
 
-function toProjectWrite(body: Static<typeof ProjectRequest>) {
+function toProjectWrite(body: Static<typeof ProjectRequest>, hex: HexValues | null) {
   return {
     ...(body.projectID === undefined ? {} : { projectID: body.projectID }),
     projectName: body.projectName,
     projectDescription: body.projectDescription ?? null,
     markDown: body.markDown ?? null,
-    file: body.fileHex ? hexToBytes(body.fileHex, "fileHex") : null,
-    image: body.imageUrl && !isIpfsPath(body.imageUrl) ? hexToBytes(body.imageUrl, "imageUrl") : null,
+    file: body.fileHex ? bytesOfHexField(body.fileHex, "fileHex", hex) : null,
+    image:
+      body.imageUrl && !isIpfsPath(body.imageUrl) ? bytesOfHexField(body.imageUrl, "imageUrl", hex) : null,
   };
 }
 
@@ -50,17 +53,6 @@ export function registerProjectRoutes(app: Server, bus: Bus, uploadBodyLimit: nu
     request: ({ caller, params }) => ({ caller, id: params.id }),
   });
   registerRpcRoute(app, bus, {
-    method: "PUT",
-    url: "/Project/Update",
-    tag,
-    summary: "Update a project (members)",
-    access: "signed-in",
-    input: { body: ProjectRequest },
-    bodyLimit: uploadBodyLimit,
-    rpc: ProjectsRpc.update,
-    request: ({ caller, body }) => ({ caller, project: toProjectWrite(body) }),
-  });
-  registerRpcRoute(app, bus, {
     method: "DELETE",
     url: "/Project/Delete/:id",
     tag,
@@ -70,17 +62,33 @@ export function registerProjectRoutes(app: Server, bus: Bus, uploadBodyLimit: nu
     rpc: ProjectsRpc.delete,
     request: ({ caller, params }) => ({ caller, id: params.id }),
   });
-  registerRpcRoute(app, bus, {
-    method: "POST",
-    url: "/Project/Add",
-    tag,
-    summary: "Propose a project: its file (and image) go to IPFS",
-    access: "signed-in",
-    input: { body: ProjectRequest },
-    bodyLimit: uploadBodyLimit,
-    status: 201,
-    rpc: ProjectsRpc.add,
-    request: ({ caller, body }) => ({ caller, project: toProjectWrite(body) }),
+  // The upload routes read their JSON as it arrives, decoding the hex on the way (plugins/hex-body.ts).
+  app.register(async (child) => {
+    const uploads = child as unknown as Server;
+    hexJsonBody(uploads, ["fileHex", "imageUrl"]);
+    registerRpcRoute(uploads, bus, {
+      method: "PUT",
+      url: "/Project/Update",
+      tag,
+      summary: "Update a project (members)",
+      access: "signed-in",
+      input: { body: ProjectRequest },
+      bodyLimit: uploadBodyLimit,
+      rpc: ProjectsRpc.update,
+      request: ({ caller, body, request }) => ({ caller, project: toProjectWrite(body, request.hexValues) }),
+    });
+    registerRpcRoute(uploads, bus, {
+      method: "POST",
+      url: "/Project/Add",
+      tag,
+      summary: "Propose a project: its file (and image) go to IPFS",
+      access: "signed-in",
+      input: { body: ProjectRequest },
+      bodyLimit: uploadBodyLimit,
+      status: 201,
+      rpc: ProjectsRpc.add,
+      request: ({ caller, body, request }) => ({ caller, project: toProjectWrite(body, request.hexValues) }),
+    });
   });
   registerRpcRoute(app, bus, {
     method: "PUT",

@@ -10,12 +10,13 @@ import {
   type PayloadOf,
   type ResponseOf,
 } from "@fundraise/protocol";
+import { auctionFieldsOf, evaluationFieldsOf, type FactKind, factKindOf } from "./chain-facts.ts";
 import { findVisible, isAccepted } from "./project.access.ts";
 import type { Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
 import type { OpContext } from "./project.ports.ts";
-import type { ProjectRepository } from "./project.repository.ts";
+import type { FactKey, ProjectRepository } from "./project.repository.ts";
 
 export type Evaluation = ResponseOf<typeof ChainRpc.evaluation>;
 export type AuctionState = ResponseOf<typeof ChainRpc.auctionByHash>;
@@ -40,6 +41,8 @@ export interface ChainSync {
     fact: PayloadOf<typeof ChainEvents.auctionStatusChanged>,
     ctx: FactContext,
   ): Promise<void>;
+  /** A reorg retracted a fact: the fields it set are recomputed from the facts that still stand. */
+  applyRetraction(fact: PayloadOf<typeof ChainEvents.factRetracted>, ctx: FactContext): Promise<void>;
 }
 
 /** The chain's spelling of a project hash: bytes32 as 0x + 64 lower-case hex. */
@@ -62,16 +65,16 @@ export function createChainSync(deps: {
 }): ChainSync {
   const { projects, index, consumer } = deps;
 
-  /** The index answers through the chain-indexer; while none runs, "sync now" says so (503). */
+  /** The index answers (the chain-indexer, or the chain itself when it does not); if neither does, 503. */
   async function ask<T>(read: () => Promise<T>): Promise<T> {
     try {
       return await read();
     } catch (error) {
-      if (isAppError(error) && error.kind === "unavailable") {
+      if (isAppError(error) && (error.kind === "unavailable" || error.kind === "timeout")) {
         throw errors.unavailable(
           ErrorCode.CHAIN_UNAVAILABLE,
-          "The chain index is not available, so the project cannot be synced with the chain now; " +
-            "the chain's facts still reach the project as they are indexed.",
+          "Neither the chain index nor the chain can be reached right now, so the project cannot be " +
+            "synced with the chain; the chain's facts still reach the project as they are indexed.",
           { cause: error },
         );
       }
@@ -89,16 +92,32 @@ export function createChainSync(deps: {
     });
   }
 
-  /** Applies a chain fact about the project with this hash once per (chainId, txHash, logIndex). */
+  /**
+   * Applies a chain fact about the project with this hash once per log in a block (chainId, txHash,
+   * logIndex, blockHash), and records it in the ledger so a retraction can undo it. A fact whose retraction
+   * arrived first is recorded and not applied.
+   */
   async function applyOnce(
-    fact: { origin: { chainId: number; txHash: string; logIndex: number }; projectHash: string },
+    fact: { origin: PayloadOf<typeof ChainEvents.projectEvaluated>["origin"]; projectHash: string },
+    kind: FactKind,
+    value: string | null,
     ctx: FactContext,
     change: (project: Project) => void,
   ): Promise<void> {
-    const { chainId, txHash, logIndex } = fact.origin;
-    const key = `${chainId}:${txHash.toLowerCase()}:${logIndex}`;
-    await projects.once(consumer, key, ctx, async (t) => {
-      const project = await t.lockByFileHash(fileHashOfChain(fact.projectHash));
+    const key = factKeyOf(fact.origin);
+    await projects.once(consumer, claimOf(key), ctx, async (t) => {
+      const fileHash = fileHashOfChain(fact.projectHash);
+      const { retracted } = await t.recordFact(key, {
+        kind,
+        projectHash: fileHash,
+        value,
+        blockNumber: fact.origin.blockNumber,
+      });
+      if (retracted) {
+        ctx.log.info({ key, kind }, "chain fact already retracted by a reorg: not applied");
+        return;
+      }
+      const project = await t.lockByFileHash(fileHash);
       if (!project) {
         ctx.log.debug({ key, projectHash: fact.projectHash }, "chain fact for a hash no project has");
         return;
@@ -135,7 +154,7 @@ export function createChainSync(deps: {
 
     // The first evaluation of a hash decides: a later one changes nothing, an earlier one arriving late wins.
     applyEvaluation: (fact, ctx) =>
-      applyOnce(fact, ctx, (p) => {
+      applyOnce(fact, "evaluation", fact.isApproved ? "Approved" : "Rejected", ctx, (p) => {
         const at = { block: fact.origin.blockNumber, logIndex: fact.origin.logIndex };
         const held = positionOf(p.evaluationBlock, p.evaluationLogIndex);
         if (held && !before(at, held)) return;
@@ -146,7 +165,7 @@ export function createChainSync(deps: {
 
     // Created never goes back; the position only moves forward.
     applyAuctionCreated: (fact, ctx) =>
-      applyOnce(fact, ctx, (p) => {
+      applyOnce(fact, "auction-created", null, ctx, (p) => {
         p.isAuctionCreated = true;
         const at = { block: fact.origin.blockNumber, logIndex: fact.origin.logIndex };
         const held = positionOf(p.auctionBlock, p.auctionLogIndex);
@@ -158,7 +177,7 @@ export function createChainSync(deps: {
 
     // Only a status newer than the one held applies; a status past Off means the auction started.
     applyAuctionStatus: (fact, ctx) =>
-      applyOnce(fact, ctx, (p) => {
+      applyOnce(fact, "auction-status", fact.status, ctx, (p) => {
         const at = { block: fact.origin.blockNumber, logIndex: fact.origin.logIndex };
         const held = positionOf(p.auctionBlock, p.auctionLogIndex);
         if (held && !before(held, at) && p.auctionStatus !== null) return;
@@ -168,5 +187,38 @@ export function createChainSync(deps: {
         p.auctionBlock = at.block;
         p.auctionLogIndex = at.logIndex;
       }),
+
+    // Only the fields of the retracted kind are recomputed: the others may hold what "sync now" read.
+    async applyRetraction(fact, ctx) {
+      const kind = factKindOf(fact.retracted);
+      if (!kind) return; // a fact that sets no project field
+      const key = factKeyOf(fact.origin);
+      await projects.once(consumer, `retracted:${claimOf(key)}`, ctx, async (t) => {
+        const { projectHash } = await t.retractFact(key, kind, fact.origin.blockNumber);
+        if (projectHash === null) return; // not applied here (yet): the tombstone stops it
+        const project = await t.lockByFileHash(projectHash);
+        if (!project) return;
+        const standing = await t.standingFacts(projectHash);
+        Object.assign(
+          project,
+          kind === "evaluation" ? evaluationFieldsOf(standing) : auctionFieldsOf(standing),
+        );
+        await t.save();
+        ctx.log.info({ key, kind, projectId: project.id }, "chain fact retracted: project fields recomputed");
+      });
+    },
   };
 }
+
+const factKeyOf = (origin: {
+  chainId: number;
+  txHash: string;
+  logIndex: number;
+  blockHash: string;
+}): FactKey => ({
+  chainId: origin.chainId,
+  txHash: origin.txHash.toLowerCase(),
+  logIndex: origin.logIndex,
+  blockHash: origin.blockHash.toLowerCase(),
+});
+const claimOf = (k: FactKey) => `${k.chainId}:${k.txHash}:${k.logIndex}:${k.blockHash}`;

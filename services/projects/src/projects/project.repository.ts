@@ -3,6 +3,7 @@ import type { EventDescriptor, PayloadOf, PermissionRole, ProjectStatus } from "
 import { executorOf, handleOnce, inTransaction, type Tx } from "@fundraise/service-kit";
 import { LockMode, sql } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import type { FactKind, StandingFact } from "./chain-facts.ts";
 import { Permission, Project } from "./project.entity.ts";
 import { conflictOfConstraint } from "./project.errors.ts";
 import type { Scope } from "./project.validation.ts";
@@ -40,6 +41,8 @@ export interface ProjectRepository {
     work: (tx: ProjectTx) => Promise<void>,
   ): Promise<boolean>;
   findById(id: number): Promise<Project | null>;
+  /** The project table's version: moves in the transaction of every change to a project. */
+  listVersion(): Promise<number>;
   findByFileHash(fileHash: string): Promise<Project | null>;
   nameTaken(name: string, exceptId?: number): Promise<boolean>;
   countAwaitingReview(): Promise<number>;
@@ -50,11 +53,21 @@ export interface ProjectRepository {
   /** Not yet viewer-accepted, oldest first. */
   awaitingReview(): Promise<Project[]>;
   hashes(onlyAuctionsStarted: boolean): Promise<string[]>;
+  /** The ones among `fileHashes` that some project holds. */
+  heldFileHashes(fileHashes: string[]): Promise<string[]>;
   permissionOf(projectId: number, userId: number): Promise<Permission | null>;
   /** Accepted permissions with one of `roles`, Owner first, then by id. */
   membersWithRole(projectId: number, roles: PermissionRole[]): Promise<Permission[]>;
   /** A user's pending invitations, oldest first. */
   pendingOfUser(userId: number): Promise<Permission[]>;
+}
+
+/** One log in one block: a chain fact's identity in the ledger. */
+export interface FactKey {
+  chainId: number;
+  txHash: string;
+  logIndex: number;
+  blockHash: string;
 }
 
 /** One transaction: changes to the rows it returns are written by `save`, and commit with its events. */
@@ -80,6 +93,21 @@ export interface ProjectTx {
   save(): Promise<void>;
   /** Queues an event in the outbox, in this transaction: published after commit, never on rollback. */
   emit<D extends EventDescriptor>(event: D, payload: PayloadOf<D>, ctx: TraceContext): Promise<void>;
+  /**
+   * Records a chain fact in the ledger; `retracted` when a retraction of it arrived first (a tombstone),
+   * in which case it must not be applied.
+   */
+  recordFact(
+    key: FactKey,
+    fact: { kind: FactKind; projectHash: string; value: string | null; blockNumber: number },
+  ): Promise<{ retracted: boolean }>;
+  /**
+   * Marks a fact retracted (a tombstone when it was not recorded yet); answers the project hash it was
+   * about, or null when it never was applied here.
+   */
+  retractFact(key: FactKey, kind: FactKind, blockNumber: number): Promise<{ projectHash: string | null }>;
+  /** The facts about a project hash that still stand. */
+  standingFacts(projectHash: string): Promise<StandingFact[]>;
   /** Claims a message for a consumer once: false when it was handled before. */
   claimOnce(consumer: string, messageKey: string): Promise<boolean>;
 }
@@ -138,6 +166,52 @@ export function createProjectRepository(em: () => EntityManager): ProjectReposit
       await enqueue(executor, event, payload, { schema: PROJECTS_SCHEMA, context: ctx });
     },
     claimOnce: (consumer, messageKey) => claimMessage(executor, { consumer, messageKey }, PROJECTS_SCHEMA),
+    async recordFact(key, fact) {
+      // On a tombstone the row gets what it is about, and stays retracted.
+      const { rows } = await executor.query(
+        `insert into ${PROJECTS_SCHEMA}.chain_fact
+           (chain_id, tx_hash, log_index, block_hash, block_number, kind, project_hash, value)
+         values ($1, $2, $3, $4, $5, $6, $7, $8)
+         on conflict (chain_id, tx_hash, log_index, block_hash)
+           do update set project_hash = excluded.project_hash, value = excluded.value
+         returning retracted`,
+        [
+          key.chainId,
+          key.txHash.toLowerCase(),
+          key.logIndex,
+          key.blockHash.toLowerCase(),
+          fact.blockNumber,
+          fact.kind,
+          fact.projectHash,
+          fact.value,
+        ],
+      );
+      return { retracted: Boolean(rows[0]?.retracted) };
+    },
+    async retractFact(key, kind, blockNumber) {
+      const { rows } = await executor.query(
+        `insert into ${PROJECTS_SCHEMA}.chain_fact
+           (chain_id, tx_hash, log_index, block_hash, block_number, kind, retracted)
+         values ($1, $2, $3, $4, $5, $6, true)
+         on conflict (chain_id, tx_hash, log_index, block_hash) do update set retracted = true
+         returning project_hash`,
+        [key.chainId, key.txHash.toLowerCase(), key.logIndex, key.blockHash.toLowerCase(), blockNumber, kind],
+      );
+      return { projectHash: (rows[0]?.project_hash as string | null | undefined) ?? null };
+    },
+    async standingFacts(projectHash) {
+      const { rows } = await executor.query(
+        `select kind, value, block_number, log_index from ${PROJECTS_SCHEMA}.chain_fact
+         where project_hash = $1 and not retracted`,
+        [projectHash],
+      );
+      return rows.map((r) => ({
+        kind: r.kind as FactKind,
+        value: (r.value as string | null) ?? null,
+        block: Number(r.block_number),
+        logIndex: Number(r.log_index),
+      }));
+    },
   });
 
   async function list(scope: Scope, options: ListOptions): Promise<Project[]> {
@@ -169,6 +243,10 @@ export function createProjectRepository(em: () => EntityManager): ProjectReposit
         work(txOf({ em: t, sql: executorOf(t) })),
       ),
     findById: (id) => em().findOne(Project, { id }),
+    async listVersion() {
+      const { rows } = await executorOf(em()).query(`select version from ${PROJECTS_SCHEMA}.list_version`);
+      return Number(rows[0]?.version ?? 0);
+    },
     findByFileHash: (fileHash) => em().findOne(Project, { fileHash }),
     nameTaken: async (name, exceptId) =>
       (await em().count(Project, { ...sameName(name), ...(exceptId ? { id: { $ne: exceptId } } : {}) })) > 0,
@@ -194,6 +272,12 @@ export function createProjectRepository(em: () => EntityManager): ProjectReposit
           orderBy: { id: "asc" },
         })
       ).map((p) => p.fileHash),
+    heldFileHashes: async (fileHashes) =>
+      fileHashes.length === 0
+        ? []
+        : (await em().find(Project, { fileHash: { $in: fileHashes } }, { fields: ["fileHash"] })).map(
+            (p) => p.fileHash,
+          ),
     permissionOf: (projectId, userId) => em().findOne(Permission, { projectId, userId }),
     async membersWithRole(projectId, roles) {
       const rows = await em().find(

@@ -6,6 +6,7 @@ import {
   type ProjectsRpc,
   type RequestOf,
 } from "@fundraise/protocol";
+import type { HotReads } from "./hot-reads.ts";
 import { findVisible, isAccepted } from "./project.access.ts";
 import type { Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
@@ -23,6 +24,8 @@ export interface ProjectServiceDeps {
   reviewQueueMax: number;
   /** withHex: files read from the storage service at once. */
   readConcurrency: number;
+  /** The hot lists, answered from memory while the project table is unchanged. */
+  hotReads: HotReads;
 }
 
 export interface ProjectService {
@@ -35,6 +38,8 @@ export interface ProjectService {
   byStatus(caller: Caller | null, status: ProjectStatus): Promise<ProjectDtoOut[]>;
   top(caller: Caller | null, count: number): Promise<ProjectDtoOut[]>;
   hashes(caller: Caller, onlyAuctionsStarted: boolean): Promise<string[]>;
+  /** Which of these contents a project holds (the storage service's orphan reconciliation asks). */
+  heldContent(fileHashes: string[]): Promise<string[]>;
   viewerQueue(caller: Caller): Promise<ProjectDtoOut[]>;
   /** true: accepted by the caller; false: the proposal is removed with its content (answers null). */
   viewerReply(caller: Caller, id: number, reply: boolean, ctx: OpContext): Promise<ProjectDtoOut | null>;
@@ -55,7 +60,7 @@ const isReviewer = (caller: Caller) => caller.role === "Viewer" || caller.role =
  * the storage service's reconciliation, never a project without its content.
  */
 export function createProjectService(deps: ProjectServiceDeps): ProjectService {
-  const { projects, content, reviewQueueMax } = deps;
+  const { projects, content, reviewQueueMax, hotReads } = deps;
 
   /** Removes content no project holds; never throws (the caller's answer does not depend on it). */
   async function discard(fileHash: string, reason: string, ctx: OpContext): Promise<void> {
@@ -112,7 +117,9 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
 
   return {
     async list(caller, withHex, ctx) {
-      return toDtos(await projects.list(scopeOf(caller), { order: "id" }), withHex, ctx);
+      const scope = scopeOf(caller);
+      const load = async () => toDtos(await projects.list(scope, { order: "id" }), withHex, ctx);
+      return withHex ? load() : hotReads.read(scope, "list", load);
     },
 
     async get(caller, id) {
@@ -248,14 +255,23 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
     },
 
     async byStatus(caller, status) {
-      return (await projects.list(scopeOf(caller), { status, order: "id" })).map((p) => toProjectDto(p));
+      const scope = scopeOf(caller);
+      return hotReads.read(scope, `status:${status}`, async () =>
+        (await projects.list(scope, { status, order: "id" })).map((p) => toProjectDto(p)),
+      );
     },
 
+    // The first MAX_TOP are read once; any n is a prefix of them.
     async top(caller, count) {
       if (count <= 0) return [];
-      const list = await projects.list(scopeOf(caller), { order: "top", limit: Math.min(count, MAX_TOP) });
-      return list.map((p) => toProjectDto(p));
+      const scope = scopeOf(caller);
+      const top = await hotReads.read(scope, "top", async () =>
+        (await projects.list(scope, { order: "top", limit: MAX_TOP })).map((p) => toProjectDto(p)),
+      );
+      return top.slice(0, Math.min(count, MAX_TOP));
     },
+
+    heldContent: (fileHashes) => projects.heldFileHashes(fileHashes),
 
     async hashes(caller, onlyAuctionsStarted) {
       if (!onlyAuctionsStarted && caller.role !== "Admin") {

@@ -51,4 +51,6 @@ export async function serveProjectsRpc(
   });
   // Asked by the users service (GET /user/get's invitations).
   await bus.serve(ProjectsRpc.pendingInvitations, ({ userId }) => m.pendingInvitations(userId));
+  // Asked by the storage service (orphan pins: content no project holds).
+  await bus.serve(ProjectsRpc.heldContent, ({ fileHashes }) => p.heldContent(fileHashes));
 }

@@ -177,6 +177,31 @@ describe("visibility (behaviour.md §4)", () => {
     ]);
   });
 
+  it("the hot lists (anonymous, cached in memory) never lag a committed change: review, rating, delete", async () => {
+    const anonymousIds = async () => ({
+      list: (await h.client.call(ProjectsRpc.list, { caller: null, withHex: false })).map((p) => p.projectID),
+      top: (await h.client.call(ProjectsRpc.top, { caller: null, count: 100 })).map((p) => p.projectID),
+      approved: (await h.client.call(ProjectsRpc.byStatus, { caller: null, status: "Approved" })).map(
+        (p) => p.projectID,
+      ),
+    });
+    const { caller } = await seed(h);
+    const id = (await addProject(h, caller)).projectID;
+    const before = await anonymousIds();
+    expect(before.list).not.toContain(id);
+    expect(await anonymousIds()).toEqual(before); // read again: from memory, still right
+    // Another instance (here: straight SQL) approves it: the next read has it.
+    await setReview(h, id, { viewerAccepted: true, status: "Approved" });
+    const after = await anonymousIds();
+    for (const ids of Object.values(after)) expect(ids).toContain(id);
+    // The caller's own rating moves it to the top of the next top list.
+    await h.client.call(ProjectsRpc.rate, { caller, id, rating: 5 });
+    const [first] = await h.client.call(ProjectsRpc.top, { caller: null, count: 1 });
+    expect(first).toMatchObject({ projectID: id, rating: 5 });
+    await h.client.call(ProjectsRpc.delete, { caller, id });
+    for (const ids of Object.values(await anonymousIds())) expect(ids).not.toContain(id);
+  });
+
   it("byStatus filters the visible ones; a missing id is 404", async () => {
     const anonymous = await h.client.call(ProjectsRpc.byStatus, { caller: null, status: "Pending" });
     expect(idsOf(anonymous)).toEqual([]);
@@ -234,6 +259,15 @@ describe("projects.project.top", () => {
 });
 
 describe("projects.project.hashes and the viewer queue", () => {
+  it("heldContent answers which of the given contents a project holds (storage's orphan check)", async () => {
+    const dto = await addProject(h, (await seed(h)).caller);
+    const stranger = "AB".repeat(32);
+    expect(await h.client.call(ProjectsRpc.heldContent, { fileHashes: [stranger, dto.fileHash] })).toEqual([
+      dto.fileHash,
+    ]);
+    expect(await h.client.call(ProjectsRpc.heldContent, { fileHashes: [] })).toEqual([]);
+  });
+
   it("started auctions for anyone signed in; all hashes for Admin only", async () => {
     const { caller } = await seed(h);
     const dto = await addProject(h, caller);

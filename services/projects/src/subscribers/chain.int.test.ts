@@ -104,8 +104,95 @@ describe("chain.auction.*", () => {
   });
 });
 
+describe("chain.fact.retracted (a reorg)", () => {
+  const retract = (o: ReturnType<typeof origin>, retracted: string) =>
+    h.client.publish(ChainEvents.factRetracted, { origin: o, retracted });
+
+  it("a retracted evaluation is undone: the next standing one decides, none leaves Pending", async () => {
+    const { dto, projectHash } = await project();
+    const first = origin(300, 1);
+    const second = origin(305);
+    await h.client.publish(ChainEvents.projectEvaluated, { origin: first, projectHash, isApproved: false });
+    await h.client.publish(ChainEvents.projectEvaluated, { origin: second, projectHash, isApproved: true });
+    await expect.poll(async () => (await read(dto.projectID)).status, { timeout: 10_000 }).toBe("Rejected");
+    await retract(first, "chain.project.evaluated");
+    await expect.poll(async () => (await read(dto.projectID)).status, { timeout: 10_000 }).toBe("Approved");
+    await retract(second, "chain.project.evaluated");
+    await expect.poll(async () => (await read(dto.projectID)).status, { timeout: 10_000 }).toBe("Pending");
+    // The same transaction mined again into the new branch (same txHash and logIndex, another block) counts.
+    const remined = { ...first, blockNumber: 301, blockHash: hex32() };
+    await h.client.publish(ChainEvents.projectEvaluated, { origin: remined, projectHash, isApproved: true });
+    await expect.poll(async () => (await read(dto.projectID)).status, { timeout: 10_000 }).toBe("Approved");
+  });
+
+  it("a retraction that arrives before its fact stops it; one of a fact no project used changes nothing", async () => {
+    const { dto, projectHash } = await project();
+    const orphaned = origin(400);
+    await retract(orphaned, "chain.project.evaluated");
+    await expect
+      .poll(
+        async () =>
+          (await h.sql.query(`select retracted from projects.chain_fact where block_number = 400`)).rows,
+      )
+      .toEqual([{ retracted: true }]);
+    await h.client.publish(ChainEvents.projectEvaluated, { origin: orphaned, projectHash, isApproved: true });
+    await expect
+      .poll(async () =>
+        (await h.sql.query(`select project_hash from projects.chain_fact where block_number = 400`)).rows.map(
+          (r) => r.project_hash,
+        ),
+      )
+      .toEqual([dto.fileHash]);
+    expect((await read(dto.projectID)).status).toBe("Pending");
+    // A retracted user-status fact is not the projects service's business.
+    await h.client.publish(ChainEvents.factRetracted, {
+      origin: origin(401),
+      retracted: "chain.user-status.changed",
+    });
+    expect((await read(dto.projectID)).status).toBe("Pending");
+  });
+
+  it("a retracted auction creation takes the auction flags back; a retracted status returns to the one before", async () => {
+    const { dto, projectHash } = await project();
+    const created = origin(500);
+    const running = origin(510);
+    const paused = origin(520);
+    await h.client.publish(ChainEvents.auctionCreated, {
+      origin: created,
+      projectHash,
+      auction: address,
+      auctionType: "Dutch",
+      creator: address,
+    });
+    for (const [o, status] of [
+      [running, "Running"],
+      [paused, "Paused"],
+    ] as const) {
+      await h.client.publish(ChainEvents.auctionStatusChanged, {
+        origin: o,
+        projectHash,
+        auction: address,
+        status,
+      });
+    }
+    await expect
+      .poll(async () => (await read(dto.projectID)).auctionStatus, { timeout: 10_000 })
+      .toBe("Paused");
+    await retract(paused, "chain.auction.status-changed");
+    await expect
+      .poll(async () => (await read(dto.projectID)).auctionStatus, { timeout: 10_000 })
+      .toBe("Running");
+    await retract(running, "chain.auction.status-changed");
+    await retract(created, "chain.auction.created");
+    await expect
+      .poll(async () => (await read(dto.projectID)).isAuctionCreated, { timeout: 10_000 })
+      .toBe(false);
+    expect(await read(dto.projectID)).toMatchObject({ isAuctionStarted: false, auctionStatus: null });
+  });
+});
+
 describe("sync now (ChangeStatus, CreateAuction, StartAuction)", () => {
-  it("503 CHAIN_UNAVAILABLE while no chain-indexer answers; 403 for non-members; 404 for hidden projects", async () => {
+  it("503 CHAIN_UNAVAILABLE while neither the chain index nor the chain answers; 403 for non-members; 404 for hidden projects", async () => {
     const { caller, dto } = await project();
     await expectAppError(
       h.client.call(ProjectsRpc.syncStatus, { caller, id: dto.projectID }),

@@ -31,4 +31,11 @@ export async function subscribeProjects(bus: Bus, projects: ProjectService, chai
     (fact, ctx) => chain.applyAuctionStatus(fact, ctx),
     inOrder,
   );
+  // A reorg took a fact back: what it set is recomputed from the facts that still stand.
+  await bus.subscribe(
+    CONSUMER,
+    ChainEvents.factRetracted,
+    (fact, ctx) => chain.applyRetraction(fact, ctx),
+    inOrder,
+  );
 }

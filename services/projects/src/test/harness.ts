@@ -18,6 +18,7 @@ import {
   type ServiceHarness,
   startServiceHarness,
 } from "@fundraise/service-kit/testing";
+import type { StorageApp } from "@fundraise/storage/src/app.ts";
 import { storageOn } from "@fundraise/storage/src/test/harness.ts";
 import { type SeededUser, seedUser, usersService } from "@fundraise/users/src/test/harness.ts";
 import type pg from "pg";
@@ -31,21 +32,46 @@ import { loadConfig } from "../config.ts";
  */
 export interface Harness extends ServiceHarness {
   app: ServiceApp;
+  /** The storage service (its `reconcile()` runs an orphan reconciliation round now). */
+  storage: StorageApp;
+  /** The IPFS stand-in as it runs now (a new object after `restartIpfs`, on the same URL). */
   node: IpfsNode;
+  /** Stops the IPFS stand-in under the running services; its data dir stays. */
+  stopIpfs(): Promise<void>;
+  /** Starts the IPFS stand-in again on the same port and data dir: what it held before is there again. */
+  restartIpfs(): Promise<void>;
 }
 
-export async function startHarness(label: string, env: Record<string, string> = {}): Promise<Harness> {
+/**
+ * `env` is the projects service's; `options.storageEnv` the storage service's (its reconciliation timer is
+ * off unless `RECONCILE_INTERVAL_MS` is given).
+ */
+export async function startHarness(
+  label: string,
+  env: Record<string, string> = {},
+  options: { storageEnv?: Record<string, string> } = {},
+): Promise<Harness> {
   const dataDir = mkdtempSync(join(tmpdir(), "projects-ipfs-"));
-  const node = await startIpfsNode({ dataDir });
+  let node = await startIpfsNode({ dataDir });
+  const { port } = node;
   const h = await startServiceHarness({
     label: `projects_${label}`,
     services: [
-      storageOn(node),
+      storageOn(node, options.storageEnv),
       usersService,
       {
         name: "projects",
+        // No chain unless a test gives one: "sync now" then has neither the index nor the chain.
         start: ({ env: base, log, bus }) =>
-          startProjectsApp({ config: loadConfig({ ...base, ...env }), log, bus }),
+          startProjectsApp({
+            config: loadConfig({
+              ...base,
+              CHAIN_DEPLOYMENT_FILE: join(dataDir, "no-chain-deployment.json"),
+              ...env,
+            }),
+            log,
+            bus,
+          }),
       },
     ],
     record: ProjectsEvents,
@@ -53,7 +79,15 @@ export async function startHarness(label: string, env: Record<string, string> = 
   return {
     ...h,
     app: h.apps[2] as ServiceApp,
-    node,
+    storage: h.apps[0] as StorageApp,
+    get node() {
+      return node;
+    },
+    stopIpfs: () => node.stop(),
+    async restartIpfs() {
+      await node.stop();
+      node = await startIpfsNode({ dataDir, port });
+    },
     async stop() {
       await h.stop();
       await node.stop();

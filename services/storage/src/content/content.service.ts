@@ -17,7 +17,18 @@ export interface ContentService {
     input: { file: Uint8Array; image: Uint8Array | null; reason: string },
     ctx: TraceContext,
   ): Promise<Uploaded>;
+  /**
+   * Unpins and records; true when it was pinned. Content uploaded again within the grace period (the
+   * same bytes, by an Add that may not have committed yet) stays: false, and the reconciliation removes
+   * it later if no project holds it.
+   */
   remove(fileHash: string, reason: string, ctx: TraceContext): Promise<boolean>;
+  /**
+   * Removes content as an orphan, but only when its live row, under its lock, was last uploaded before
+   * `cutoff`: an upload of the same bytes since the reconciliation looked makes it young again, and it
+   * stays. True when it was removed.
+   */
+  removeOrphan(fileHash: string, cutoff: Date, reason: string, ctx: TraceContext): Promise<boolean>;
   read(fileHash: string): Promise<Uint8Array>;
 }
 
@@ -26,13 +37,42 @@ export interface ContentService {
  * inventory and the node agree. Upload pins first and records after; a failed record unpins again, so
  * no content stays pinned without its row. Remove unpins and records in one transaction (an unpin that
  * finds nothing pinned counts as done, so a retry after a failed commit is safe).
+ *
+ * An upload and a removal of the same bytes meet on the live row's lock. The upload that finds the live
+ * row marks it uploaded now (`lastUploadedAt`), so a reconciliation that locks it afterwards sees young
+ * content and leaves it. A removal that took the lock first may have unpinned what this upload had just
+ * pinned: so an upload of content that has any row pins again under the lock before it records.
  */
 export function createContentService(deps: {
   ipfs: Ipfs;
   pins: PinRepository;
   limits: { maxFileBytes: number; maxImageBytes: number };
+  /** How long an upload may belong to an Add or Update that has not committed (ORPHAN_GRACE_MS). */
+  graceMs: number;
 }): ContentService {
-  const { ipfs, pins, limits } = deps;
+  const { ipfs, pins, limits, graceMs } = deps;
+
+  /**
+   * Unpins the live content and records it, in one transaction. With a cutoff (the reconciliation), only
+   * content last uploaded before it; without (a project's removal), not content uploaded again by someone
+   * else within the grace period.
+   */
+  function unpinAndRecord(fileHash: string, reason: string, ctx: TraceContext, cutoff: Date | null) {
+    return pins.transaction(async (tx) => {
+      const pin = await tx.lockLive(fileHash);
+      if (!pin) return false;
+      if (cutoff !== null && pin.lastUploadedAt >= cutoff) return false;
+      const uploadedAgain = pin.lastUploadedAt.getTime() > pin.pinnedAt.getTime();
+      if (cutoff === null && uploadedAgain && Date.now() - pin.lastUploadedAt.getTime() < graceMs)
+        return false;
+      await ipfs.unpin(CID.parse(pin.cid));
+      pin.unpinnedAt = new Date();
+      pin.unpinReason = reason;
+      await tx.emit(StorageEvents.unpinned, { fileHash, cid: pin.cid, reason }, ctx);
+      await tx.save();
+      return true;
+    });
+  }
 
   return {
     async upload({ file, image, reason }, ctx) {
@@ -49,8 +89,16 @@ export function createContentService(deps: {
       const uploaded = { fileHash, cid, imagePath: image === null ? null : `/ipfs/${cid}/image` };
       try {
         await pins.transaction(async (tx) => {
-          // The same bytes again: already pinned and recorded (the add above pinned nothing new).
-          if (await tx.lockLive(fileHash)) return;
+          const live = await tx.lockLive(fileHash);
+          // Content recorded before: a removal that held the lock since the add above may have unpinned
+          // it (and failed its commit, or recorded it). Pinned again under the lock, it stays pinned.
+          if (live || (await tx.everRecorded(fileHash))) await ipfs.pin(CID.parse(cid));
+          if (live) {
+            // The same bytes again: recorded already; young again for the orphan reconciliation.
+            live.lastUploadedAt = new Date();
+            await tx.save();
+            return;
+          }
           tx.create({
             cid,
             fileHash,
@@ -62,27 +110,21 @@ export function createContentService(deps: {
           await tx.save();
         });
       } catch (error) {
-        // Nothing recorded: take the pin back unless another upload recorded the same content meanwhile.
-        if (!(await pins.findLive(fileHash).catch(() => null))) {
-          await ipfs.unpin(CID.parse(cid)).catch(() => undefined);
-        }
+        // Nothing recorded: take the pin back unless the content has a live row (recorded before, or by
+        // another upload meanwhile). An inventory that cannot be read leaves the pin: never unpin when unsure.
+        const live = await pins.findLive(fileHash).then(
+          (row) => row !== null,
+          () => true,
+        );
+        if (!live) await ipfs.unpin(CID.parse(cid)).catch(() => undefined);
         throw error;
       }
       return uploaded;
     },
 
-    async remove(fileHash, reason, ctx) {
-      return pins.transaction(async (tx) => {
-        const pin = await tx.lockLive(fileHash);
-        if (!pin) return false;
-        await ipfs.unpin(CID.parse(pin.cid));
-        pin.unpinnedAt = new Date();
-        pin.unpinReason = reason;
-        await tx.emit(StorageEvents.unpinned, { fileHash, cid: pin.cid, reason }, ctx);
-        await tx.save();
-        return true;
-      });
-    },
+    remove: (fileHash, reason, ctx) => unpinAndRecord(fileHash, reason, ctx, null),
+
+    removeOrphan: (fileHash, cutoff, reason, ctx) => unpinAndRecord(fileHash, reason, ctx, cutoff),
 
     async read(fileHash) {
       return ipfs.cat(`/ipfs/${cidOfFileHash(fileHash)}/whitepaper`, limits.maxFileBytes);

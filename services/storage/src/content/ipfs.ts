@@ -27,6 +27,8 @@ export interface Ipfs {
   selfCheck(): Promise<{ version: string }>;
   /** The bytes at `/ipfs/<path>`; a block the node cannot find fails fast (404), a slow node is 504. */
   cat(path: string, maxBytes: number): Promise<Uint8Array>;
+  /** Pins the CID recursively (nothing to do when it is pinned already). */
+  pin(cid: CID): Promise<void>;
   /** Unpins the CID; false when it was not pinned (Kubo: "not pinned or pinned indirectly"). */
   unpin(cid: CID): Promise<boolean>;
 }
@@ -103,6 +105,11 @@ export function createKuboIpfs(options: { url: string; timeoutMs: number; readTi
           chunks.push(chunk);
         }
         return Buffer.concat(chunks, size);
+      }),
+
+    pin: (cid) =>
+      guard(async () => {
+        await client.pin.add(cid, { recursive: true, ...deadline(options.timeoutMs) });
       }),
 
     unpin: (cid) =>

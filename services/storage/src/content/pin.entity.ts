@@ -1,8 +1,9 @@
 import { defineEntity, p } from "@mikro-orm/core";
 
 /**
- * One thing this service put on IPFS: the directory's CID and fileHash, why, and when it was pinned and
- * unpinned. At most one live row (unpinnedAt null) per fileHash.
+ * One thing this service put on IPFS: the directory's CID and fileHash, why, and when it was pinned, last
+ * uploaded (the same bytes again find the live row) and unpinned. At most one live row (unpinnedAt null)
+ * per fileHash.
  */
 export const Pin = defineEntity({
   name: "Pin",
@@ -15,6 +16,7 @@ export const Pin = defineEntity({
     fileBytes: p.integer(),
     imageBytes: p.integer().nullable(),
     pinnedAt: p.datetime().onCreate(() => new Date()),
+    lastUploadedAt: p.datetime().onCreate(() => new Date()),
     unpinnedAt: p.datetime().nullable(),
     unpinReason: p.string().length(200).nullable(),
   },

@@ -3,7 +3,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type IpfsNode, startIpfsNode } from "@fundraise/ipfs-node";
 import { type EventDescriptor, type PayloadOf, StorageEvents } from "@fundraise/protocol";
-import type { ServiceApp } from "@fundraise/service-kit";
 import {
   type HarnessService,
   outboxPayloads as kitOutboxPayloads,
@@ -11,18 +10,20 @@ import {
   type ServiceHarness,
   startServiceHarness,
 } from "@fundraise/service-kit/testing";
+import { create } from "kubo-rpc-client";
 import type pg from "pg";
-import { startStorageApp } from "../app.ts";
+import { type StorageApp, startStorageApp } from "../app.ts";
 import { loadConfig } from "../config.ts";
 
 /**
  * The storage service as the projects service meets it: its own database and vhost per test file, the
  * service on one bus and the test on a second (`client`). IPFS is OUR KUBO-RPC STAND-IN
  * (packages/ipfs-node, not Kubo) on a free loopback port with a temporary data dir, or a real Kubo when
- * `IPFS_API_URL` is set (then `node` is null and the tests that stop the node are skipped).
+ * `IPFS_API_URL` is set (then `node` is null and the tests that stop the node are skipped). The orphan
+ * reconciliation's timer is off unless `RECONCILE_INTERVAL_MS` is given: tests run rounds with `app.reconcile()`.
  */
 export interface Harness extends ServiceHarness {
-  app: ServiceApp;
+  app: StorageApp;
   ipfsUrl: string;
   /** The stand-in node (null against a real Kubo). */
   node: IpfsNode | null;
@@ -42,6 +43,7 @@ export function storageOn(node: { url: string }, env: Record<string, string> = {
           IPFS_TIMEOUT_MS: "5000",
           IPFS_READ_TIMEOUT_MS: "3000",
           IPFS_STARTUP_WAIT_MS: "0",
+          RECONCILE_INTERVAL_MS: "0",
           ...env,
         }),
         log,
@@ -61,7 +63,7 @@ export async function startHarness(label: string, env: Record<string, string> = 
   });
   return {
     ...h,
-    app: h.apps[0] as ServiceApp,
+    app: h.apps[0] as StorageApp,
     ipfsUrl,
     node,
     async stop() {
@@ -70,6 +72,23 @@ export async function startHarness(label: string, env: Record<string, string> = 
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Makes the content's live pin look uploaded `ms` ago (the orphan grace period counts from there). */
+export async function agePin(sql: pg.Pool, fileHash: string, ms: number): Promise<void> {
+  await sql.query(
+    `update storage.pin set pinned_at = now() - make_interval(secs => $2::float8 / 1000),
+       last_uploaded_at = now() - make_interval(secs => $2::float8 / 1000)
+     where file_hash = $1 and unpinned_at is null`,
+    [fileHash, ms],
+  );
+}
+
+/** Whether the IPFS node pins this CID (recursively), asked through the Kubo RPC API. */
+export async function nodePins(ipfsUrl: string, cid: string): Promise<boolean> {
+  const ipfs = create({ url: ipfsUrl });
+  for await (const pin of ipfs.pin.ls({ type: "recursive" })) if (pin.cid.toString() === cid) return true;
+  return false;
 }
 
 /** Rows of the pin inventory, oldest first. */

@@ -17,6 +17,13 @@ export async function subscribeUsers(bus: Bus, users: UserService): Promise<void
       prefetch: 1,
     },
   );
+  // A reorg removed a fact: a status fact's user gets the role the index holds now (same single file).
+  await bus.subscribe(
+    CONSUMER,
+    ChainEvents.factRetracted,
+    (retraction, ctx) => users.retractChainStatus(retraction, ctx),
+    { prefetch: 1 },
+  );
   // Who owns which project, so deleting that user is refused without asking the projects service.
   await bus.subscribe(CONSUMER, ProjectsEvents.created, ({ projectId, ownerId }) =>
     users.recordProjectCreated(projectId, ownerId),

@@ -48,6 +48,8 @@ export interface UserRepository {
 export interface UserTx {
   lockById(id: number): Promise<User | null>;
   lockByAddress(address: string): Promise<User | null>;
+  /** Users whose last applied chain fact is at this chain position, locked in id order. */
+  lockByChainPosition(block: number, logIndex: number): Promise<User[]>;
   /** Users other than `exceptId` holding any of `wanted` (case-insensitively), locked in id order. */
   lockHolders(wanted: Partial<Record<UniqueField, string>>, exceptId?: number): Promise<User[]>;
   /**
@@ -79,6 +81,12 @@ export function createUserRepository(em: () => EntityManager): UserRepository {
     return {
       lockById: (id) => lockOne({ id }),
       lockByAddress: (address) => lockOne(sameCi("address", address)),
+      lockByChainPosition: (block, logIndex) =>
+        t.find(
+          User,
+          { chainRoleBlock: block, chainRoleLogIndex: logIndex },
+          { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: "asc" } },
+        ),
       async lockHolders(wanted, exceptId) {
         const fields = (Object.keys(wanted) as UniqueField[]).filter((f) => wanted[f] !== undefined);
         if (fields.length === 0) return [];

@@ -1,7 +1,7 @@
 import type { RequestContext } from "@fundraise/bus";
 import {
   type Caller,
-  type ChainEvents,
+  ChainEvents,
   type PayloadOf,
   type RequestOf,
   type SignUpProof,
@@ -39,12 +39,15 @@ export interface UserServiceDeps {
   users: UserRepository;
   /** Absent: `get` answers `invitations: null`. */
   pendingInvitations?: PendingInvitations;
+  /** The chain role the index holds now (the chain-indexer's `chain.address.role`). */
+  chainRole?: (address: string, ctx: OpContext) => Promise<UserRole>;
   now?: () => Date;
 }
 
 type UserUpdate = RequestOf<typeof UsersRpc.update>["user"];
 type NewUser = RequestOf<typeof UsersRpc.register>;
 type UserStatusChanged = PayloadOf<typeof ChainEvents.userStatusChanged>;
+type FactRetracted = PayloadOf<typeof ChainEvents.factRetracted>;
 
 export interface UserService {
   /** Users who finished sign-up (verified e-mail): the platform's public head count. */
@@ -72,6 +75,8 @@ export interface UserService {
   setChainRole(address: string, role: UserRole, ctx: OpContext): Promise<UserAccountOut | null>;
   /** A chain fact, applied once per (chainId, txHash, logIndex). */
   applyChainStatus(fact: UserStatusChanged, ctx: OpContext): Promise<void>;
+  /** A reorg removed a status fact: its user's role goes back to what the index says now. */
+  retractChainStatus(retraction: FactRetracted, ctx: OpContext): Promise<void>;
   recordProjectCreated(projectId: number, ownerId: number): Promise<void>;
   recordProjectDeleted(projectId: number): Promise<void>;
 }
@@ -100,6 +105,8 @@ function roleSourcesOf(user: User): RoleSources {
     adminRoleAt: user.adminRoleAt ?? null,
   };
 }
+
+const USER_STATUS_FACT = ChainEvents.userStatusChanged.name;
 
 /** A chain fact dated by its block (the arrival time when the indexer gave none). */
 function chainFact(fact: UserStatusChanged, arrivedAt: Date): ChainObservation {
@@ -377,6 +384,32 @@ export function createUserService(deps: UserServiceDeps): UserService {
         }
         const applied = await applyChainRole(t, fact.address, chainFact(fact, now()), txHash, ctx);
         if (applied === null) ctx.log.debug({ messageKey }, "chain fact for an unknown address");
+      });
+    },
+
+    async retractChainStatus(retraction, ctx) {
+      if (retraction.retracted !== USER_STATUS_FACT) return;
+      const { chainId, txHash, logIndex, blockNumber, blockTimestamp } = retraction.origin;
+      const messageKey = `retracted:${chainId}:${txHash.toLowerCase()}:${logIndex}`;
+      await users.transaction(async (t) => {
+        if (!(await t.claimOnce("users", messageKey))) return;
+        // The user whose last applied chain fact is the retracted one (a later fact was not retracted).
+        for (const user of await t.lockByChainPosition(blockNumber, logIndex)) {
+          if (!deps.chainRole) throw new Error("retracting a chain fact needs the chain index (chainRole)");
+          const role = await deps.chainRole(user.address, ctx);
+          user.chainRole = role;
+          user.chainRoleBlock = null;
+          user.chainRoleLogIndex = null;
+          await t.save();
+          // An admin's change made after the retracted fact stands, as it stood against that fact.
+          const factAt = blockTimestamp === undefined ? null : blockTimestamp * 1000;
+          const adminIsNewer =
+            user.adminRoleAt != null && (factAt === null || user.adminRoleAt.getTime() >= factAt);
+          if (!adminIsNewer && role !== user.role) {
+            await changeRole(t, user, role, { changedBy: "chain", sourceTx: null }, ctx);
+          }
+          ctx.log.info({ userId: user.id, txHash, role }, "chain status fact retracted by a reorg");
+        }
       });
     },
 

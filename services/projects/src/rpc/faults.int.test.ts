@@ -1,0 +1,246 @@
+import { ErrorCode, isAppError, ProjectsRpc, StorageRpc } from "@fundraise/protocol";
+import { ORPHAN_REASON } from "@fundraise/storage/src/content/reconcile.ts";
+import { agePin, nodePins } from "@fundraise/storage/src/test/harness.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  addProject,
+  expectAppError,
+  type Harness,
+  isPinned,
+  seed,
+  startHarness,
+  uniqueBytes,
+  uniqueProjectName,
+} from "../test/harness.ts";
+
+// Faults under the real projects, storage and users services, real Postgres and RabbitMQ; IPFS is OUR
+// KUBO-RPC STAND-IN (packages/ipfs-node, not Kubo), stopped and restarted under the running services.
+// The storage service reconciles orphans every 200 ms here (grace: the default 15 minutes); a test makes
+// content old by moving its pin's upload time back.
+const HOUR = 3_600_000;
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness("faults", {}, { storageEnv: { RECONCILE_INTERVAL_MS: "200" } });
+});
+afterAll(() => h?.stop());
+
+/** The storage inventory's rows of this content, oldest first. */
+async function pinsOf(fileHash: string) {
+  const { rows } = await h.sql.query<{ cid: string; unpinned_at: Date | null; unpin_reason: string | null }>(
+    `select cid, unpinned_at, unpin_reason from storage.pin where file_hash = $1 order by id`,
+    [fileHash],
+  );
+  return rows;
+}
+
+async function pinsOfBytes(size: number) {
+  const { rows } = await h.sql.query<{ file_hash: string; cid: string; unpinned_at: Date | null }>(
+    `select file_hash, cid, unpinned_at from storage.pin where file_bytes = $1 order by id`,
+    [size],
+  );
+  return rows;
+}
+
+async function projectNamed(name: string) {
+  const { rows } = await h.sql.query(`select id, file_hash from projects.project where name = $1`, [name]);
+  return rows as { id: number; file_hash: string }[];
+}
+
+const readContent = async (fileHash: string) =>
+  Buffer.from(await h.client.call(StorageRpc.read, { fileHash }));
+
+describe("a crash after the upload (the projects service died after storage answered, before its commit)", () => {
+  it("the reconciliation unpins the orphan; a project's content and an orphan inside the grace period stay", async () => {
+    const { caller } = await seed(h);
+    const projectFile = uniqueBytes(120);
+    const project = await addProject(h, caller, { file: projectFile });
+    // What the dead projects service had uploaded; no project holds it.
+    const orphan = await h.client.call(StorageRpc.upload, {
+      file: uniqueBytes(121),
+      image: null,
+      reason: "project:add",
+    });
+    const young = await h.client.call(StorageRpc.upload, {
+      file: uniqueBytes(122),
+      image: null,
+      reason: "project:add",
+    });
+    await agePin(h.sql, project.fileHash, HOUR);
+    await agePin(h.sql, orphan.fileHash, HOUR);
+
+    await expect
+      .poll(async () => (await pinsOf(orphan.fileHash))[0]?.unpin_reason ?? null, { timeout: 5000 })
+      .toBe(ORPHAN_REASON);
+    expect((await pinsOf(orphan.fileHash))[0]?.unpinned_at).toBeInstanceOf(Date);
+    expect(await nodePins(h.node.url, orphan.cid)).toBe(false);
+    // The round that removed the orphan saw the project's old content and the young orphan too.
+    const [projectPin] = await pinsOf(project.fileHash);
+    expect(projectPin?.unpinned_at).toBeNull();
+    expect(await nodePins(h.node.url, projectPin!.cid)).toBe(true);
+    expect(Buffer.compare(await readContent(project.fileHash), projectFile)).toBe(0);
+    expect(await isPinned(h, young.fileHash)).toBe(true);
+    expect(await nodePins(h.node.url, young.cid)).toBe(true);
+  });
+});
+
+describe("IPFS stopped mid-run", () => {
+  it("Add answers 503 IPFS_UNAVAILABLE and writes nothing; once IPFS is back the same Add succeeds", async () => {
+    const { caller } = await seed(h);
+    const projectName = uniqueProjectName("Offline");
+    const file = uniqueBytes(131);
+    await h.stopIpfs();
+    try {
+      const started = performance.now();
+      await expectAppError(
+        addProject(h, caller, { projectName, file }),
+        "unavailable",
+        ErrorCode.IPFS_UNAVAILABLE,
+      );
+      expect(performance.now() - started).toBeLessThan(5000);
+      expect(await projectNamed(projectName)).toEqual([]);
+      expect(await pinsOfBytes(131)).toEqual([]);
+    } finally {
+      await h.restartIpfs();
+    }
+    const added = await addProject(h, caller, { projectName, file });
+    expect(await projectNamed(projectName)).toEqual([{ id: added.projectID, file_hash: added.fileHash }]);
+    expect(await isPinned(h, added.fileHash)).toBe(true);
+    expect(Buffer.compare(await readContent(added.fileHash), file)).toBe(0);
+  });
+
+  it("Update with a new file answers 503 and the project keeps its old content", async () => {
+    const owner = await seed(h);
+    const oldFile = uniqueBytes(141);
+    const project = await addProject(h, owner.caller, { file: oldFile });
+    await h.stopIpfs();
+    try {
+      await expectAppError(
+        h.client.call(ProjectsRpc.update, {
+          caller: owner.caller,
+          project: {
+            projectID: project.projectID,
+            projectName: `${project.projectName} v2`,
+            projectDescription: "changed",
+            markDown: null,
+            file: uniqueBytes(142),
+            image: null,
+          },
+        }),
+        "unavailable",
+        ErrorCode.IPFS_UNAVAILABLE,
+      );
+    } finally {
+      await h.restartIpfs();
+    }
+    const after = await h.client.call(ProjectsRpc.get, { caller: owner.caller, id: project.projectID });
+    expect(after).toMatchObject({
+      projectName: project.projectName,
+      projectDescription: project.projectDescription,
+      fileHash: project.fileHash,
+    });
+    expect(await pinsOfBytes(142)).toEqual([]);
+    expect(await isPinned(h, project.fileHash)).toBe(true);
+    expect(Buffer.compare(await readContent(project.fileHash), oldFile)).toBe(0);
+  });
+});
+
+describe("the database failing in the middle of Add", () => {
+  it("the insert fails after the upload: an error answer, no project, the content unpinned; a retry succeeds", async () => {
+    const { caller } = await seed(h);
+    const projectName = uniqueProjectName("Crash");
+    const file = uniqueBytes(151);
+    // The projects service's insert fails inside its Add transaction, after the upload answered.
+    await h.sql.query(`
+      create function projects.crash() returns trigger language plpgsql as $$
+      begin
+        if new.name like 'Crash %' then raise exception 'database failure in the middle of Add'; end if;
+        return new;
+      end $$`);
+    await h.sql.query(
+      `create trigger crash before insert on projects.project for each row execute function projects.crash()`,
+    );
+    try {
+      const error = await addProject(h, caller, { projectName, file }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isAppError(error), `not an error envelope: ${String(error)}`).toBe(true);
+      expect(error).toMatchObject({ kind: "internal", code: ErrorCode.INTERNAL });
+      expect(await projectNamed(projectName)).toEqual([]);
+      const pins = await pinsOfBytes(151);
+      expect(pins).toHaveLength(1);
+      expect(pins[0]?.unpinned_at).toBeInstanceOf(Date);
+      expect(await nodePins(h.node.url, pins[0]!.cid)).toBe(false);
+    } finally {
+      await h.sql.query(`drop trigger crash on projects.project`);
+      await h.sql.query(`drop function projects.crash()`);
+    }
+    // Retrying is safe: the same bytes are uploaded and pinned again, and the project is written once.
+    const added = await addProject(h, caller, { projectName, file });
+    expect(await projectNamed(projectName)).toEqual([{ id: added.projectID, file_hash: added.fileHash }]);
+    expect((await pinsOf(added.fileHash)).map((p) => p.unpinned_at === null)).toEqual([false, true]);
+    expect(await nodePins(h.node.url, (await pinsOf(added.fileHash))[1]!.cid)).toBe(true);
+    expect(Buffer.compare(await readContent(added.fileHash), file)).toBe(0);
+  });
+});
+
+describe("the database failing in the middle of Delete", () => {
+  it("a failure before the commit: an error answer, the project and its content intact; a retry deletes it", async () => {
+    const owner = await seed(h);
+    const file = uniqueBytes(161);
+    const project = await addProject(h, owner.caller, { file });
+    await h.sql.query(`
+      create function projects.no_delete() returns trigger language plpgsql as $$
+      begin raise exception 'database failure in the middle of Delete'; end $$`);
+    await h.sql.query(
+      `create trigger no_delete before delete on projects.project for each row
+       when (old.id = ${project.projectID}) execute function projects.no_delete()`,
+    );
+    try {
+      await expect(
+        h.client.call(ProjectsRpc.delete, { caller: owner.caller, id: project.projectID }),
+      ).rejects.toMatchObject({ kind: "internal" });
+      const kept = await h.client.call(ProjectsRpc.get, { caller: owner.caller, id: project.projectID });
+      expect(kept.fileHash).toBe(project.fileHash);
+      expect(await isPinned(h, project.fileHash)).toBe(true);
+      expect(Buffer.compare(await readContent(project.fileHash), file)).toBe(0);
+    } finally {
+      await h.sql.query(`drop trigger no_delete on projects.project`);
+      await h.sql.query(`drop function projects.no_delete()`);
+    }
+    await h.client.call(ProjectsRpc.delete, { caller: owner.caller, id: project.projectID });
+    expect(await isPinned(h, project.fileHash)).toBe(false);
+  });
+
+  it("a failure after the row is gone: no project is left without content; the orphan goes with the reconciliation", async () => {
+    const owner = await seed(h);
+    const project = await addProject(h, owner.caller, { file: uniqueBytes(171) });
+    // The storage database refuses to record the removal: the content cannot be unpinned now.
+    await h.sql.query(`
+      create function storage.no_unpin() returns trigger language plpgsql as $$
+      begin raise exception 'database failure in the storage service'; end $$`);
+    await h.sql.query(
+      `create trigger no_unpin before update on storage.pin for each row
+       when (old.file_hash = '${project.fileHash}') execute function storage.no_unpin()`,
+    );
+    try {
+      // The project's row is deleted and committed; the removal of its content fails after that.
+      await h.client.call(ProjectsRpc.delete, { caller: owner.caller, id: project.projectID });
+      await expectAppError(
+        h.client.call(ProjectsRpc.get, { caller: owner.caller, id: project.projectID }),
+        "not_found",
+        "PROJECT_NOT_FOUND",
+      );
+      expect(await isPinned(h, project.fileHash)).toBe(true);
+    } finally {
+      await h.sql.query(`drop trigger no_unpin on storage.pin`);
+      await h.sql.query(`drop function storage.no_unpin()`);
+    }
+    // Once the grace period is over, the reconciliation removes what no project holds any more.
+    await agePin(h.sql, project.fileHash, HOUR);
+    await expect
+      .poll(async () => (await pinsOf(project.fileHash))[0]?.unpin_reason ?? null, { timeout: 5000 })
+      .toBe(ORPHAN_REASON);
+    expect(await nodePins(h.node.url, (await pinsOf(project.fileHash))[0]!.cid)).toBe(false);
+  });
+});

@@ -1,0 +1,88 @@
+import { waitFor } from "@fundraise/bus/testing";
+import { ChainEvents, ChainRpc, type PayloadOf, type UserRole } from "@fundraise/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Harness, seedUser, startHarness } from "../test/harness.ts";
+
+let h: Harness;
+/** What the chain index says now, per address (the chain-indexer's `chain.address.role`, served here). */
+const indexRole = new Map<string, UserRole>();
+
+beforeAll(async () => {
+  h = await startHarness("retraction");
+  await h.client.serve(ChainRpc.role, async ({ address }) => indexRole.get(address) ?? "Base");
+});
+afterAll(() => h?.stop());
+
+const roleOf = async (userId: number) =>
+  (await h.sql.query<{ role: string }>(`select role from users."user" where id = $1`, [userId])).rows[0]
+    ?.role;
+
+let position = 0;
+function statusFact(address: string, role: UserRole): PayloadOf<typeof ChainEvents.userStatusChanged> {
+  position += 1;
+  return {
+    origin: {
+      chainId: 31337,
+      txHash: `0x${position.toString(16).padStart(64, "0")}`,
+      logIndex: 0,
+      blockNumber: 100 + position,
+      blockHash: `0x${"ab".repeat(32)}`,
+      blockTimestamp: Math.floor(Date.now() / 1000),
+    },
+    address,
+    role,
+  };
+}
+
+describe("chain.fact.retracted (consumer 'users', index answered by a test stand-in)", () => {
+  it("a retracted status fact takes the role back to what the chain index says now", async () => {
+    const user = await seedUser(h.sql);
+    const fact = statusFact(user.address, "Blacklist");
+    await h.client.publish(ChainEvents.userStatusChanged, fact);
+    await waitFor(async () => (await roleOf(user.id)) === "Blacklist", 10_000, "role from the fact");
+
+    indexRole.set(user.address, "Base");
+    await h.client.publish(ChainEvents.factRetracted, {
+      origin: fact.origin,
+      retracted: ChainEvents.userStatusChanged.name,
+    });
+    await waitFor(async () => (await roleOf(user.id)) === "Base", 10_000, "role after the retraction");
+    const { rows } = await h.sql.query(
+      `select previous_role, new_role, changed_by from users.role_change where user_id = $1 order by id`,
+      [user.id],
+    );
+    expect(rows).toEqual([
+      { previous_role: "Base", new_role: "Blacklist", changed_by: "chain" },
+      { previous_role: "Blacklist", new_role: "Base", changed_by: "chain" },
+    ]);
+  });
+
+  it("a retraction of another kind of fact, or of a fact that is no longer the user's last, changes nothing", async () => {
+    const user = await seedUser(h.sql);
+    const older = statusFact(user.address, "Viewer");
+    const newer = statusFact(user.address, "Whitelist");
+    await h.client.publish(ChainEvents.userStatusChanged, older);
+    await h.client.publish(ChainEvents.userStatusChanged, newer);
+    await waitFor(async () => (await roleOf(user.id)) === "Whitelist", 10_000, "the newer fact");
+    indexRole.set(user.address, "Base");
+    await h.client.publish(ChainEvents.factRetracted, {
+      origin: newer.origin,
+      retracted: ChainEvents.projectEvaluated.name,
+    });
+    await h.client.publish(ChainEvents.factRetracted, {
+      origin: older.origin,
+      retracted: ChainEvents.userStatusChanged.name,
+    });
+    // A marker retraction, consumed after both (one at a time, in order).
+    const marker = await seedUser(h.sql);
+    const markerFact = statusFact(marker.address, "Viewer");
+    await h.client.publish(ChainEvents.userStatusChanged, markerFact);
+    await waitFor(async () => (await roleOf(marker.id)) === "Viewer", 10_000, "marker fact");
+    await h.client.publish(ChainEvents.factRetracted, {
+      origin: markerFact.origin,
+      retracted: ChainEvents.userStatusChanged.name,
+    });
+    await waitFor(async () => (await roleOf(marker.id)) === "Base", 10_000, "marker retraction");
+    expect(await roleOf(user.id)).toBe("Whitelist");
+  });
+});
