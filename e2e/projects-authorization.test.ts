@@ -153,20 +153,7 @@ beforeAll(async () => {
  * listed here that starts to answer behaviour.md's status fails the test, so the list stays true.
  */
 const DEPARTURES: Record<string, { cells: Partial<Row>; why: string }> = {
-  "PUT /Project/ChangeStatus/{id}": {
-    cells: { Viewer: 503, Admin: 503, member: 503, owner: 503 },
-    why:
-      "behaviour.md §4: re-derived from the index, falling back to the chain (→ 200, Pending). " +
-      "There is no chain-indexer yet and no direct chain read: 503 CHAIN_UNAVAILABLE (projects README, Not yet)",
-  },
-  "PUT /Project/CreateAuction/{id}": {
-    cells: { member: 503, owner: 503 },
-    why: "behaviour.md §4: re-read from the index/chain (→ 200); no chain-indexer yet: 503 CHAIN_UNAVAILABLE",
-  },
-  "PUT /Project/StartAuction/{id}": {
-    cells: { member: 503, owner: 503 },
-    why: "behaviour.md §4: re-read from the index/chain (→ 200); no chain-indexer yet: 503 CHAIN_UNAVAILABLE",
-  },
+  // None today: "sync now" (ChangeStatus, CreateAuction, StartAuction) reads the index or the chain.
 };
 
 //                                         anonymous Base Blacklist Whitelist Viewer Admin member owner

@@ -77,16 +77,11 @@ describe("pnpm start", () => {
     }
   });
 
-  it("answers 503 in the envelope for a service that is not running", async () => {
-    // The chain-indexer does not exist yet (every other service runs under pnpm start).
+  it("runs the chain-indexer on the local chain: the event-debug routes answer from its index", async () => {
+    // A fresh local chain has no evaluation yet: an empty log, in the envelope.
     const res = await fetch(`http://localhost:${port}/EventDebug/Debug`);
-    expect(res.status).toBe(503);
-    expect(res.headers.get("x-error-code")).toBe("SERVICE_UNAVAILABLE");
-    expect(await res.json()).toEqual({
-      data: null,
-      success: false,
-      message: "The chain service is not available.",
-    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ data: [], success: true, message: null });
   });
 
   it("serves Prometheus metrics on the internal port only", async () => {

@@ -121,7 +121,7 @@ export interface System extends RunningSystem {
 }
 
 /** Every service of the system; a run may start fewer (`startSystem({ services })`). */
-export const ALL_SERVICES = ["users", "auth", "storage", "projects", "gateway"];
+export const ALL_SERVICES = ["users", "auth", "storage", "projects", "chain-indexer", "gateway"];
 
 /** The IPFS stand-in on a folder of its own, or nothing when the run has no storage service. */
 async function startIpfs(wanted: boolean, stateDir: string): Promise<IpfsNode | undefined> {
@@ -169,7 +169,11 @@ export async function startSystem(
   // Services that said they serve (runService's "ready" over the IPC channel).
   const serving = new Set<string>();
   const children: ChildProcess[] = services.map((name) => {
-    const child = spawn(process.execPath, ["--import", "tsx", join("services", name, "src", "main.ts")], {
+    // SERVICE_NODE_FLAGS adds Node flags to every service, e.g. `--cpu-prof --cpu-prof-dir=.local/prof`
+    // to profile a benchmark (NODE_OPTIONS refuses --cpu-prof).
+    const flags = (process.env.SERVICE_NODE_FLAGS ?? "").split(" ").filter(Boolean);
+    const main = join("services", name, "src", "main.ts");
+    const child = spawn(process.execPath, [...flags, "--import", "tsx", main], {
       cwd: root,
       env,
       stdio: ["ignore", "pipe", "pipe", "ipc"],
@@ -214,9 +218,18 @@ export async function startSystem(
         (r) => r.status === 200,
         () => false,
       ));
+    // And the chain-indexer answers from its index (it serves once its tables exist; backfill runs after).
+    const indexer =
+      ready &&
+      services.includes("chain-indexer") &&
+      (await fetch(`${gatewayUrl}/EventDebug/Debug`).then(
+        (r) => r.status === 200,
+        () => false,
+      ));
     if (
       ready &&
       serving.size === services.length &&
+      (indexer || !services.includes("chain-indexer")) &&
       (auth || !services.includes("auth")) &&
       (users || !services.includes("users")) &&
       (projects || !services.includes("projects"))

@@ -57,6 +57,15 @@ const PLANNED: { name: string; example: string; description: string; readBy: str
   },
 ];
 
+/**
+ * Variables `pnpm start` sets itself when they are unset: a local chain (anvil, state in .local/chain) with
+ * the contracts deployed and its deployment file, and the local IPFS stand-in. Written commented out, so a
+ * copied .env.example gives the same system as no .env at all: set, they would point the services at a
+ * chain or IPFS node and deployment file that `pnpm start` does not manage (scripts/start.ts).
+ */
+const LOCAL_ONLY = new Set(["CHAIN_RPC_URL", "CHAIN_DEPLOYMENT_FILE", "IPFS_API_URL"]);
+const LOCAL_ONLY_NOTE = "commented out: `pnpm start` provides it while unset";
+
 const root = join(import.meta.dirname, "..");
 const target = join(root, ".env.example");
 const WRITE_COMMAND = "pnpm exec tsx scripts/env-example.ts";
@@ -144,7 +153,14 @@ function describe(variable: Variable): string {
   const parts = [variable.description || "(no description)"];
   if (variable.choices.length > 0) parts.push(`one of: ${variable.choices.join(", ")}`);
   if (variable.default === undefined) parts.push("required, no default");
+  if (LOCAL_ONLY.has(variable.name)) parts.push(LOCAL_ONLY_NOTE);
   return parts.join("; ");
+}
+
+/** The assignment line: commented out for a variable `pnpm start` provides itself. */
+function assignment(variable: Variable): string {
+  const line = `${variable.name}=${formatValue(variable.default)}`;
+  return LOCAL_ONLY.has(variable.name) ? `# ${line}` : line;
 }
 
 function section(title: string): string[] {
@@ -163,18 +179,14 @@ function render(schemas: Map<string, Properties>): string {
   if (shared.length > 0) {
     lines.push(...section("Shared"));
     for (const v of shared) {
-      lines.push(
-        `# ${describe(v)}`,
-        `# read by: ${v.readBy.join(", ")}`,
-        `${v.name}=${formatValue(v.default)}`,
-      );
+      lines.push(`# ${describe(v)}`, `# read by: ${v.readBy.join(", ")}`, assignment(v));
     }
   }
   for (const service of schemas.keys()) {
     const own = variables.filter((v) => v.readBy.length === 1 && v.readBy[0] === service);
     if (own.length === 0) continue;
     lines.push(...section(service));
-    for (const v of own) lines.push(`# ${describe(v)}`, `${v.name}=${formatValue(v.default)}`);
+    for (const v of own) lines.push(`# ${describe(v)}`, assignment(v));
   }
   const declared = new Set(variables.map((v) => v.name));
   const planned = PLANNED.filter((p) => !declared.has(p.name));

@@ -16,6 +16,7 @@ import { E18, eventIn, expectRevert, projectHash, send } from "./helpers.ts";
 
 let anvil: AnvilInstance;
 let deployment: Deployment;
+let outFile: string;
 let output = "";
 
 /** Runs `scripts/deploy.ts` the way `pnpm --filter @fundraise/contracts deploy` does. */
@@ -39,10 +40,10 @@ async function runDeployScript(args: string[], env: Record<string, string>): Pro
 
 beforeAll(async () => {
   anvil = await startAnvil();
-  const out = path.join(mkdtempSync(path.join(tmpdir(), "deploy-")), "local.json");
-  const code = await runDeployScript(["--demo", "--out", out], { CHAIN_RPC_URL: anvil.url });
+  outFile = path.join(mkdtempSync(path.join(tmpdir(), "deploy-")), "local.json");
+  const code = await runDeployScript(["--demo", "--out", outFile], { CHAIN_RPC_URL: anvil.url });
   expect(code, output).toBe(0);
-  deployment = loadDeployment(out);
+  deployment = loadDeployment(outFile);
 }, 120_000);
 
 afterAll(async () => {
@@ -141,4 +142,31 @@ describe("scripts/deploy.ts --demo on a fresh anvil", () => {
     expect(await count(auctionEvent.auction as string, chainEvents.BidSubmission.topic)).toBe(1);
     provider.destroy();
   });
+});
+
+describe("scripts/deploy.ts --keep-existing", () => {
+  it("keeps a deployment whose registry is on the chain and deploys anew on a fresh chain", async () => {
+    output = "";
+    expect(
+      await runDeployScript(["--keep-existing", "--out", outFile], { CHAIN_RPC_URL: anvil.url }),
+      output,
+    ).toBe(0);
+    expect(output).toContain(`registry ${deployment.registry} already deployed on chain 31337`);
+    expect(loadDeployment(outFile)).toEqual(deployment);
+
+    // A restarted chain without its state: the file names a registry with no code there.
+    const fresh = await startAnvil();
+    try {
+      output = "";
+      expect(
+        await runDeployScript(["--keep-existing", "--out", outFile], { CHAIN_RPC_URL: fresh.url }),
+        output,
+      ).toBe(0);
+      expect(output).toContain("names no contract on chain 31337");
+      expect(output).toContain("AuctionFactory");
+      expect(loadDeployment(outFile).deployedAt).not.toBe(deployment.deployedAt);
+    } finally {
+      await fresh.stop();
+    }
+  }, 200_000);
 });
