@@ -3,7 +3,7 @@
  * against the same handler served in-process by fastify. Same connections, same duration, same
  * database; each side in its own processes. Prints req/s, p50 and p99 of both and their ratio.
  *
- *   pnpm bench [-- --connections 50 --duration 10]
+ *   pnpm bench [-- --connections 64 --duration 10]
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -17,7 +17,7 @@ import { freePort, stopProcess } from "../scripts/lib/processes.ts";
 const { values } = parseArgs({
   // `pnpm bench -- --x` passes the `--` through.
   args: process.argv.slice(2).filter((a) => a !== "--"),
-  options: { connections: { type: "string", default: "50" }, duration: { type: "string", default: "10" } },
+  options: { connections: { type: "string", default: "64" }, duration: { type: "string", default: "10" } },
 });
 const connections = Number(values.connections);
 const duration = Number(values.duration);

@@ -1,10 +1,13 @@
 /**
  * `pnpm bench:logins`: sign-ins per second through the gateway, each one the full client sequence
  * GetNonce → personal_sign → Login, on the whole system as separate processes (users, auth, gateway,
- * a real chain for the role refresh). Prints logins/s and p50/p99 of the sequence.
+ * a real chain for the role refresh). The clients run in a process of their own (bench/login-client.ts).
+ * Prints logins/s and p50/p99 of the sequence.
  *
  *   pnpm bench:logins [-- --users 20 --concurrency 10 --duration 10]
  */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Wallet } from "ethers";
 
@@ -61,28 +64,26 @@ try {
     if (!verified.ok) throw new Error(`verify: ${verified.status}`);
   }
 
-  const latencies: number[] = [];
-  let failures = 0;
-  const until = Date.now() + durationMs;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async (_, worker) => {
-      for (let i = worker; Date.now() < until; i += concurrency) {
-        const wallet = wallets[i % wallets.length] as (typeof wallets)[number];
-        const t0 = performance.now();
-        const nonce = await fetch(`${sys.gatewayUrl}/Authentication/GetNonce/${wallet.address}`).then(
-          (r) => r.json() as Promise<{ data: number }>,
-        );
-        const login = await post("/Authentication/Login", {
-          address: wallet.address,
-          signedMessage: await wallet.signMessage(`LOGIN: ${nonce.data}`),
-        });
-        if (login.status === 200) latencies.push(performance.now() - t0);
-        else failures++;
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
+  // The clients run in a process of their own: signing and HTTP there, the system here and in its children.
+  const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "login-client.ts")], {
+    env: {
+      ...process.env,
+      GATEWAY_URL: sys.gatewayUrl,
+      WALLET_KEYS: wallets.map((w) => w.privateKey).join(","),
+      CONCURRENCY: String(concurrency),
+      DURATION_MS: String(durationMs),
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  child.stdout.on("data", (chunk) => (out += chunk));
+  const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+  if (code !== 0) throw new Error(`the load generator exited with ${code}`);
+  const { latencies, failures, seconds } = JSON.parse(out) as {
+    latencies: number[];
+    failures: number;
+    seconds: number;
+  };
   latencies.sort((a, b) => a - b);
   const pct = (p: number) =>
     latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0;

@@ -1,0 +1,42 @@
+/**
+ * The load generator of bench/logins.ts, in a process of its own (so its signing and HTTP work does not
+ * share a core with the system it measures). Reads from the environment: GATEWAY_URL, WALLET_KEYS (comma-
+ * separated private keys of signed-up, verified users), CONCURRENCY, DURATION_MS. Prints one JSON line:
+ * `{ latencies: number[], failures: number, seconds: number }`.
+ */
+import { Wallet } from "ethers";
+
+const gateway = process.env.GATEWAY_URL as string;
+const wallets = (process.env.WALLET_KEYS as string).split(",").map((key) => new Wallet(key));
+const concurrency = Number(process.env.CONCURRENCY);
+const durationMs = Number(process.env.DURATION_MS);
+
+const latencies: number[] = [];
+let failures = 0;
+const until = Date.now() + durationMs;
+const started = performance.now();
+await Promise.all(
+  Array.from({ length: concurrency }, async (_, worker) => {
+    for (let i = worker; Date.now() < until; i += concurrency) {
+      const wallet = wallets[i % wallets.length] as Wallet;
+      const t0 = performance.now();
+      const nonce = (await fetch(`${gateway}/Authentication/GetNonce/${wallet.address}`).then((r) =>
+        r.json(),
+      )) as { data: number };
+      const login = await fetch(`${gateway}/Authentication/Login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          address: wallet.address,
+          signedMessage: await wallet.signMessage(`LOGIN: ${nonce.data}`),
+        }),
+      });
+      await login.arrayBuffer();
+      if (login.status === 200) latencies.push(performance.now() - t0);
+      else failures++;
+    }
+  }),
+);
+process.stdout.write(
+  `${JSON.stringify({ latencies, failures, seconds: (performance.now() - started) / 1000 })}\n`,
+);
