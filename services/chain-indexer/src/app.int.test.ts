@@ -1,4 +1,4 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { auctionAt, factoryAt, registryAt } from "@fundraise/contracts";
 import { ChainEvents, ChainRpc, ErrorCode } from "@fundraise/protocol";
@@ -34,7 +34,11 @@ let token: string;
 
 /** A JSON-RPC proxy in front of anvil that refuses wide log queries ("query returned more than 10000 results"). */
 async function startRefusingProxy(target: string): Promise<string> {
-  proxy = createServer(async (req, res) => {
+  proxy = createServer((req, res) => {
+    // A request cut short (the indexer closing mid-call) or anvil gone at the end: drop that connection.
+    relay(req, res).catch(() => res.destroy());
+  });
+  async function relay(req: IncomingMessage, res: ServerResponse) {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
@@ -64,7 +68,7 @@ async function startRefusingProxy(target: string): Promise<string> {
     });
     res.setHeader("content-type", "application/json");
     res.end(await answer.text());
-  });
+  }
   await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
   return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
 }

@@ -39,4 +39,13 @@ describe("decideChainRole (behaviour.md §7: the newer source wins)", () => {
     expect(decideChainRole(user, fact(5, 3, t(9)))).toEqual({ record: true, role: null });
     expect(decideChainRole(user, fact(6, 0, t(11)))).toEqual({ record: true, role: "Whitelist" });
   });
+
+  it("the chain dates by the second: a block of the admin's second wins, an earlier second does not", () => {
+    const demoted = { ...base, role: "Blacklist" as const, chainRole: "Base" as const, adminRoleAt: t(10.4) };
+    const fact = (at: Date) =>
+      ({ kind: "fact", role: "Whitelist", position: { block: 7, logIndex: 0 }, at }) as const;
+    // Block timestamp 10 s: mined in the admin's second, possibly after the change (the fact arrives after it).
+    expect(decideChainRole(demoted, fact(t(10)))).toEqual({ record: true, role: "Whitelist" });
+    expect(decideChainRole(demoted, fact(t(9)))).toEqual({ record: true, role: null });
+  });
 });

@@ -37,13 +37,21 @@ const IGNORE: ChainDecision = { record: false, role: null };
 export const isAfter = (a: ChainPosition, b: ChainPosition) =>
   a.block > b.block || (a.block === b.block && a.logIndex > b.logIndex);
 
+/**
+ * Whether an admin's change is newer than a chain change dated `chainAt`. The chain dates its changes by
+ * block timestamp, in whole seconds, so the two are compared at that resolution: a block of the same
+ * second as the admin's change may have been mined after it, and the chain, which cannot be asked again,
+ * wins that tie (its fact is the one being processed, so it arrived after the admin's change).
+ */
+export const adminChangeIsNewer = (adminRoleAt: Date | null, chainAt: Date) =>
+  adminRoleAt !== null && Math.floor(adminRoleAt.getTime() / 1000) > Math.floor(chainAt.getTime() / 1000);
+
 export function decideChainRole(user: RoleSources, seen: ChainObservation): ChainDecision {
   const applies = (role: UserRole) => (role === user.role ? null : role);
   if (seen.kind === "fact") {
     // Facts may arrive late or twice: one at or before what was applied changes nothing.
     if (user.chainPosition && !isAfter(seen.position, user.chainPosition)) return IGNORE;
-    const adminIsNewer = user.adminRoleAt !== null && user.adminRoleAt.getTime() >= seen.at.getTime();
-    return { record: true, role: adminIsNewer ? null : applies(seen.role) };
+    return { record: true, role: adminChangeIsNewer(user.adminRoleAt, seen.at) ? null : applies(seen.role) };
   }
   // A read: the chain changed only if it says something else than when last seen. When it was never seen,
   // its history is unknown and counts as older than an admin's explicit decision.

@@ -9,7 +9,12 @@ import {
   UsersEvents,
   type UsersRpc,
 } from "@fundraise/protocol";
-import { type ChainObservation, decideChainRole, type RoleSources } from "./role-precedence.ts";
+import {
+  adminChangeIsNewer,
+  type ChainObservation,
+  decideChainRole,
+  type RoleSources,
+} from "./role-precedence.ts";
 import type { User } from "./user.entity.ts";
 import { UserErrors } from "./user.errors.ts";
 import {
@@ -402,9 +407,10 @@ export function createUserService(deps: UserServiceDeps): UserService {
           user.chainRoleLogIndex = null;
           await t.save();
           // An admin's change made after the retracted fact stands, as it stood against that fact.
-          const factAt = blockTimestamp === undefined ? null : blockTimestamp * 1000;
           const adminIsNewer =
-            user.adminRoleAt != null && (factAt === null || user.adminRoleAt.getTime() >= factAt);
+            user.adminRoleAt != null &&
+            (blockTimestamp === undefined ||
+              adminChangeIsNewer(user.adminRoleAt, new Date(blockTimestamp * 1000)));
           if (!adminIsNewer && role !== user.role) {
             await changeRole(t, user, role, { changedBy: "chain", sourceTx: null }, ctx);
           }
