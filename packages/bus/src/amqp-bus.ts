@@ -14,6 +14,7 @@ import { ConnectionManager } from "./connection.ts";
 import { type ConsumerRole, Consumers } from "./consumers.ts";
 import { EventPublisher } from "./event-publisher.ts";
 import { EventSubscriber } from "./event-subscriber.ts";
+import { JournalWriter } from "./journal.ts";
 import { RpcClient } from "./rpc-client.ts";
 import { RpcServer } from "./rpc-server.ts";
 import { declareExchanges } from "./topology.ts";
@@ -70,6 +71,7 @@ class AmqpBusImpl implements AmqpBus {
   private readonly log: Logger;
   private readonly manager: ConnectionManager;
   private readonly journal: boolean;
+  private readonly journalWriter: JournalWriter | undefined;
   private readonly publishTimeoutMs: number;
   private readonly connectTimeoutMs: number;
   private readonly closeTimeoutMs: number;
@@ -111,8 +113,17 @@ class AmqpBusImpl implements AmqpBus {
     const publisher = new EventPublisher({ ...shared, publishTimeoutMs });
     this.consumers = consumers;
     this.publisher = publisher;
-    this.client = new RpcClient({ ...shared, journal, defaultTimeoutMs: options.defaultTimeoutMs ?? 5000 });
-    this.server = new RpcServer({ ...shared, journal, prefetch, publishTimeoutMs, consumers });
+    // Copies go out on the client's channel, open whenever the bus is connected.
+    this.journalWriter = journal
+      ? new JournalWriter({ log: this.log, service: this.service, channel: () => this.client.channel })
+      : undefined;
+    const journalWriter = this.journalWriter;
+    this.client = new RpcClient({
+      ...shared,
+      journal: journalWriter,
+      defaultTimeoutMs: options.defaultTimeoutMs ?? 5000,
+    });
+    this.server = new RpcServer({ ...shared, journal: journalWriter, prefetch, publishTimeoutMs, consumers });
     this.subscriber = new EventSubscriber({ ...shared, prefetch, publishTimeoutMs, consumers, publisher });
   }
 
@@ -206,6 +217,7 @@ class AmqpBusImpl implements AmqpBus {
     const roles = this.roles();
     await this.stopConsuming();
     this.client.failPending("The message bus is closed.");
+    this.journalWriter?.flush();
     // Channel by channel first: a connection.close can overtake messages just published on a channel
     // (a reply, a journal copy) and the broker drops them; a channel.close handshake flushes them.
     const channels: Channel[] = [];

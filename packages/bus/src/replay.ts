@@ -13,6 +13,7 @@ import {
   numberHeader,
   stringHeader,
 } from "./headers.ts";
+import { type JournalMessage, journalMessagesOf } from "./journal.ts";
 import { Exchanges, JOURNAL_QUEUE } from "./topology.ts";
 
 /** Where reading starts: a stream offset spec (`x-stream-offset`). */
@@ -45,6 +46,8 @@ export interface ReplayOptions {
 
 export interface JournalRecord {
   offset: number | undefined;
+  /** The entry's place in a batch of copies sharing one offset (journal.ts); absent for a message alone. */
+  index?: number;
   time: string | undefined;
   exchange: string;
   routingKey: string;
@@ -118,7 +121,7 @@ export function kindOf(headers: Headers | undefined): MessageKind {
 }
 
 /** A journal delivery as a printable record: decoded payload, bytes abbreviated. */
-export function toRecord(message: Pick<ConsumeMessage, "content" | "fields" | "properties">): JournalRecord {
+export function toRecord(message: JournalMessage & { index?: number }): JournalRecord {
   const properties = message.properties;
   const headers = (properties.headers ?? {}) as Headers;
   let payload: unknown;
@@ -134,6 +137,7 @@ export function toRecord(message: Pick<ConsumeMessage, "content" | "fields" | "p
   const { [Header.STREAM_OFFSET]: _offset, ...rest } = headers;
   return {
     offset: numberHeader(headers, Header.STREAM_OFFSET),
+    ...(message.index === undefined ? {} : { index: message.index }),
     time: timestamp === undefined ? undefined : new Date(timestamp * 1000).toISOString(),
     exchange: message.fields.exchange,
     routingKey: message.fields.routingKey,
@@ -246,7 +250,19 @@ export async function replayJournal(options: ReplayOptions): Promise<ReplaySumma
       options.signal?.addEventListener("abort", onAbort);
       reader.on("close", () => finish(done ? undefined : journalError(channelError)));
 
-      const handle = async (message: ConsumeMessage) => {
+      const handleDelivery = async (delivery: ConsumeMessage) => {
+        let messages: ReturnType<typeof journalMessagesOf>;
+        try {
+          messages = journalMessagesOf(delivery);
+        } catch (error) {
+          throw new Error("a journal batch that does not decode", { cause: error });
+        }
+        for (const message of messages) {
+          if (done) return;
+          await handle(message);
+        }
+      };
+      const handle = async (message: JournalMessage & { index?: number }) => {
         summary.read++;
         const record = toRecord(message);
         summary.lastOffset = record.offset ?? summary.lastOffset;
@@ -292,7 +308,7 @@ export async function replayJournal(options: ReplayOptions): Promise<ReplaySumma
             armIdle();
             // Sequential, so re-published messages keep the journal's order.
             queue = queue
-              .then(() => (done ? undefined : handle(message)))
+              .then(() => (done ? undefined : handleDelivery(message)))
               .then(() => {
                 try {
                   reader.ack(message);
@@ -334,7 +350,7 @@ function journalError(error: Error | undefined): Error {
 
 async function republish(
   channel: ConfirmChannel,
-  message: ConsumeMessage,
+  message: JournalMessage,
   target: { exchange: string; routingKey: string },
   offset: number | undefined,
   freshIds: boolean,

@@ -14,13 +14,14 @@ import type { Answer, CallOptions } from "./bus.ts";
 import { decodeBody, encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { amqpTimestamp, compactHeaders, Header, type MessageKind, readReply } from "./headers.ts";
-import { journalCopy } from "./journal-copy.ts";
+import type { JournalWriter } from "./journal.ts";
 import { Exchanges, REPLY_TO } from "./topology.ts";
 
 export interface RpcClientOptions {
   log: Logger;
   service: string;
-  journal: boolean;
+  /** Where copies of requests go; undefined with the journal off. */
+  journal: JournalWriter | undefined;
   defaultTimeoutMs: number;
   manager: ConnectionManager;
   isClosing: () => boolean;
@@ -108,7 +109,7 @@ export class RpcClient {
       if (this.bus.journal && descriptor.journal) {
         // A stream keeps what it is given: no expiry, and no reply address that would be dead on replay.
         const { replyTo: _replyTo, expiration: _expiration, ...copy } = properties;
-        journalCopy(this.bus.log, channel, descriptor.name, body, copy);
+        this.bus.journal.copy(descriptor.name, body, copy);
       }
     });
   }

@@ -22,13 +22,14 @@ import {
   type ReplyParts,
   successReply,
 } from "./headers.ts";
-import { journalCopy } from "./journal-copy.ts";
+import type { JournalWriter } from "./journal.ts";
 import { declareRpcQueue, Exchanges, rpcQueueOf } from "./topology.ts";
 
 export interface RpcServerOptions {
   log: Logger;
   service: string;
-  journal: boolean;
+  /** Where copies of replies go; undefined with the journal off. */
+  journal: JournalWriter | undefined;
   prefetch: number;
   publishTimeoutMs: number;
   manager: ConnectionManager;
@@ -192,6 +193,6 @@ export class RpcServer {
         return;
       }
     }
-    if (this.bus.journal && journaled) journalCopy(this.bus.log, channel, name, encoded.body, properties);
+    if (this.bus.journal && journaled) this.bus.journal.copy(name, encoded.body, properties);
   }
 }
