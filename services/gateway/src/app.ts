@@ -14,6 +14,7 @@ import { registerErrorHandling } from "./plugins/error-handler.ts";
 import { createMetrics, type GatewayMetrics, observeRequests } from "./plugins/metrics.ts";
 import { registerOpenApi } from "./plugins/openapi.ts";
 import { registerPlainNumbers } from "./plugins/plain-numbers.ts";
+import { batchedRedisStore } from "./plugins/rate-limit-store.ts";
 import { registerRouteTable } from "./plugins/route-table.ts";
 import { registerSecurityHeaders } from "./plugins/security.ts";
 import { createRedisSessionStore } from "./plugins/sessions.ts";
@@ -84,8 +85,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Server> {
     global: true,
     max: config.rateLimit.perMinute,
     timeWindow: 60_000,
-    redis,
-    nameSpace: `${config.redis.prefix}rl:`,
+    // Counted in Redis, in batches below half a limit (plugins/rate-limit-store.ts).
+    store: batchedRedisStore({ redis, prefix: `${config.redis.prefix}rl:`, log: deps.log }),
     // Redis trouble must not take the API down; readiness reports it.
     skipOnError: true,
     errorResponseBuilder: (_request, context) =>
