@@ -9,10 +9,11 @@ import {
 } from "@fundraise/protocol";
 import type { Channel, ChannelModel, ConsumeMessage, Message, Options } from "amqplib";
 import type { Logger } from "pino";
+import { BatchedAcks } from "./acks.ts";
 import { type RpcHandler, WithMessage } from "./bus.ts";
 import { decodeBody, encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
-import { type ConsumerRole, type Consumers, messageContext, safeAck } from "./consumers.ts";
+import { type ConsumerRole, type Consumers, messageContext } from "./consumers.ts";
 import {
   amqpTimestamp,
   compactHeaders,
@@ -46,6 +47,8 @@ interface ServerRole extends ConsumerRole {
 /** Serves RPCs: runs the handler of each request still worth answering and replies to its caller. */
 export class RpcServer {
   private readonly servers = new Map<string, ServerRole>();
+  /** Acknowledgements of each consumer channel, sent in batches (acks.ts). */
+  private readonly acks = new WeakMap<Channel, BatchedAcks>();
 
   constructor(private readonly bus: RpcServerOptions) {}
 
@@ -108,12 +111,18 @@ export class RpcServer {
   }
 
   private async handleRequest(role: ServerRole, channel: Channel, message: ConsumeMessage): Promise<void> {
+    let acks = this.acks.get(channel);
+    if (!acks) {
+      acks = new BatchedAcks(channel, this.bus.log);
+      this.acks.set(channel, acks);
+    }
+    acks.delivered(message);
     const { properties } = message;
     const name = typeof properties.type === "string" ? properties.type : message.fields.routingKey;
     const ctx = messageContext(this.bus.log, properties, { rpc: name }, 1);
     if (ctx.deadline !== undefined && ctx.deadline <= Date.now()) {
       ctx.log.warn({ deadline: ctx.deadline }, "dropped an RPC request past its deadline");
-      safeAck(this.bus.log, channel, message);
+      acks.ack(message);
       return;
     }
     let reply: ReplyParts;
@@ -150,7 +159,7 @@ export class RpcServer {
       reply = errorReply(appError);
     }
     this.sendReply(channel, message, name, ctx.requestId, reply, journaled);
-    safeAck(this.bus.log, channel, message);
+    acks.ack(message);
   }
 
   private sendReply(

@@ -19,6 +19,8 @@ export interface TestVhost {
   /** Revokes the guest user's access: reconnects fail until allowAccess() (a broker that stays away). */
   denyAccess(): Promise<void>;
   allowAccess(): Promise<void>;
+  /** Messages of a queue waiting for a consumer and delivered but not acknowledged (`rabbitmqctl list_queues`). */
+  queueCounts(queue: string): Promise<{ ready: number; unacknowledged: number }>;
   /** Deletes the vhost and everything in it. */
   dispose(): Promise<void>;
 }
@@ -44,6 +46,23 @@ export async function createTestVhost(prefix = "bus_test"): Promise<TestVhost> {
     },
     async allowAccess() {
       await rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
+    },
+    async queueCounts(queue) {
+      const out = await rabbitmqctl(
+        "list_queues",
+        "-p",
+        vhost,
+        "--no-table-headers",
+        "name",
+        "messages_ready",
+        "messages_unacknowledged",
+      );
+      const row = out
+        .split("\n")
+        .map((line) => line.trim().split(/\s+/))
+        .find(([name]) => name === queue);
+      if (!row) throw new Error(`no queue ${queue} in ${vhost}`);
+      return { ready: Number(row[1]), unacknowledged: Number(row[2]) };
     },
     async dispose() {
       await rabbitmqctl("delete_vhost", vhost);
