@@ -1,9 +1,11 @@
+import helmet from "@fastify/helmet";
 import { AuthRpc, ErrorCode, errors, UsersRpc } from "@fundraise/protocol";
+import Fastify from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
 import { adminToken, authHeaders, captureAllRpcs, fillQuery, fillUrl } from "../test/route-samples.ts";
 import { docsCsp } from "./openapi.ts";
-import { API_CSP } from "./security.ts";
+import { API_CSP, SECURITY_HEADERS } from "./security.ts";
 
 // Security headers (behaviour.md §7 "Headers") and the Cache-Control rule of docs/decisions.md.
 let h: Harness;
@@ -40,6 +42,35 @@ afterAll(() => h.close());
 const bearer = () => ({ authorization: `Bearer ${token}` });
 
 describe("security headers", () => {
+  it("are exactly what helmet sends for a CSP that allows nothing and frame denial, on every answer", async () => {
+    const reference = Fastify();
+    await reference.register(helmet, {
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: {
+          defaultSrc: ["'none'"],
+          baseUri: ["'none'"],
+          formAction: ["'none'"],
+          frameAncestors: ["'none'"],
+        },
+      },
+      frameguard: { action: "deny" },
+    });
+    reference.get("/", async () => "x");
+    const expected = (await reference.inject("/")).headers;
+    await reference.close();
+    for (const name of Object.keys(expected)) {
+      if (["content-type", "content-length", "date", "connection"].includes(name)) continue;
+      expect(SECURITY_HEADERS[name], name).toBe(expected[name]);
+    }
+    for (const url of ["/user/learnusercount", "/nothing/here"]) {
+      const res = await h.app.inject(url);
+      for (const [name, value] of Object.entries(SECURITY_HEADERS)) {
+        expect(res.headers[name], `${url} ${name}`).toBe(value);
+      }
+    }
+  });
+
   it("sends nosniff, frame denial and a CSP that allows nothing on API answers, errors included", async () => {
     for (const url of ["/user/learnusercount", "/user/get", "/nothing/here", "/Project/Get/abc"]) {
       const res = await h.app.inject(url);
