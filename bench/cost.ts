@@ -5,15 +5,15 @@
  *
  *   pnpm bench:cost [-- --requests 20000 --connections 64 --profile .local/profiles]
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createTestVhost } from "@fundraise/bus/testing";
 import { createTestDatabase } from "@fundraise/service-kit/testing";
 import autocannon from "autocannon";
 import { freePort, stopProcess } from "../scripts/lib/processes.ts";
+import { cpuPerOperation, pidsOf, printCpuTable } from "./lib/cpu.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((a) => a !== "--"),
@@ -27,7 +27,7 @@ const { values } = parseArgs({
 const requests = Number(values.requests);
 const connections = Number(values.connections);
 const root = join(import.meta.dirname, "..");
-const TICKS_PER_SECOND = 100;
+const LOAD = "load (autocannon)";
 
 const children: ChildProcess[] = [];
 function run(script: string, env: Record<string, string>): ChildProcess {
@@ -40,21 +40,6 @@ function run(script: string, env: Record<string, string>): ChildProcess {
   children.push(child);
   return child;
 }
-
-/** CPU milliseconds (user + system) a process has used so far. */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-}
-
-const pidsOf = (name: string): number[] => {
-  try {
-    return execFileSync("pgrep", ["-x", name], { encoding: "utf8" }).trim().split("\n").map(Number);
-  } catch {
-    return [];
-  }
-};
 
 async function ready(url: string): Promise<void> {
   const until = Date.now() + 60_000;
@@ -82,48 +67,34 @@ try {
   const direct = `http://127.0.0.1:${inProcessPort}/user/learnusercount`;
   await Promise.all([ready(viaBus), ready(direct)]);
   const infrastructure = {
-    rabbitmq: pidsOf("beam.smp"),
-    postgres: pidsOf("postgres"),
-    "redis-server": pidsOf("redis-server"),
-    "load (autocannon)": [process.pid],
+    rabbitmq: () => pidsOf("beam.smp"),
+    postgres: () => pidsOf("postgres"),
+    "redis-server": () => pidsOf("redis-server"),
+    [LOAD]: () => [process.pid],
   };
   await measure("through the bus", viaBus, {
-    gateway: [gateway.pid as number],
-    users: [users.pid as number],
+    gateway: () => [gateway.pid as number],
+    users: () => [users.pid as number],
     ...infrastructure,
   });
-  await measure("in-process", direct, { "fastify + pg": [inProcess.pid as number], ...infrastructure });
+  await measure("in-process", direct, { "fastify + pg": () => [inProcess.pid as number], ...infrastructure });
 } finally {
   await Promise.all(children.map((child) => stopProcess(child)));
   await Promise.all([db.dispose(), vhost.dispose()]);
 }
 
-async function measure(name: string, url: string, processes: Record<string, number[]>): Promise<void> {
+async function measure(name: string, url: string, groups: Record<string, () => number[]>): Promise<void> {
   await autocannon({ url, connections, amount: Math.min(requests, 5_000) });
-  const total = (pids: number[]) => pids.reduce((sum, pid) => sum + safeCpuMs(pid), 0);
-  const before = Object.fromEntries(Object.entries(processes).map(([name, pids]) => [name, total(pids)]));
   const started = Date.now();
-  const result = await autocannon({ url, connections, amount: requests });
+  const { perOperationUs } = await cpuPerOperation(groups, async () => {
+    const result = await autocannon({ url, connections, amount: requests });
+    if (result.non2xx > 0 || result.errors > 0) {
+      throw new Error(`${result.non2xx} non-2xx, ${result.errors} errors`);
+    }
+    return { result, operations: requests };
+  });
   const elapsed = (Date.now() - started) / 1000;
-  if (result.non2xx > 0 || result.errors > 0)
-    throw new Error(`${result.non2xx} non-2xx, ${result.errors} errors`);
-
   console.log(`\n${name}: GET /user/learnusercount, ${requests} requests at ${connections} connections`);
-  console.log(`${(requests / elapsed).toFixed(0)} req/s (wall clock: meaningful on an idle machine only)\n`);
-  console.log(`${"process".padEnd(20)} ${"CPU µs/request".padStart(15)}`);
-  let sum = 0;
-  for (const [name, pids] of Object.entries(processes)) {
-    const us = ((total(pids) - (before[name] as number)) * 1000) / requests;
-    if (name !== "load (autocannon)") sum += us;
-    console.log(`${name.padEnd(20)} ${us.toFixed(0).padStart(15)}`);
-  }
-  console.log(`${"system (no load)".padEnd(20)} ${sum.toFixed(0).padStart(15)}`);
-}
-
-function safeCpuMs(pid: number): number {
-  try {
-    return cpuMs(pid);
-  } catch {
-    return 0; // a postgres backend that ended in between
-  }
+  console.log(`${(requests / elapsed).toFixed(0)} req/s (wall clock: meaningful on an idle machine only)`);
+  printCpuTable(perOperationUs, "request", [LOAD]);
 }

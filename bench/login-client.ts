@@ -2,7 +2,7 @@
  * The load generator of bench/logins.ts, in a process of its own (so its signing and HTTP work does not
  * share a core with the system it measures). Reads from the environment: GATEWAY_URL, WALLET_KEYS (comma-
  * separated private keys of signed-up, verified users), CONCURRENCY, DURATION_MS. Prints one JSON line:
- * `{ latencies: number[], failures: number, seconds: number }`.
+ * `{ latencies: number[], failures: number, seconds: number, cpuMs: number }` (its own CPU time under load).
  */
 import { Wallet } from "ethers";
 
@@ -15,6 +15,7 @@ const latencies: number[] = [];
 let failures = 0;
 const until = Date.now() + durationMs;
 const started = performance.now();
+const cpuAtStart = process.cpuUsage();
 await Promise.all(
   Array.from({ length: concurrency }, async (_, worker) => {
     for (let i = worker; Date.now() < until; i += concurrency) {
@@ -37,6 +38,12 @@ await Promise.all(
     }
   }),
 );
+const cpu = process.cpuUsage(cpuAtStart);
 process.stdout.write(
-  `${JSON.stringify({ latencies, failures, seconds: (performance.now() - started) / 1000 })}\n`,
+  `${JSON.stringify({
+    latencies,
+    failures,
+    seconds: (performance.now() - started) / 1000,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+  })}\n`,
 );

@@ -10,6 +10,9 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Wallet } from "ethers";
+import { cpuPerOperation, pidsOf, printCpuTable } from "./lib/cpu.ts";
+
+const LOAD = "clients (load)";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((a) => a !== "--"),
@@ -77,13 +80,29 @@ try {
   });
   let out = "";
   child.stdout.on("data", (chunk) => (out += chunk));
-  const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
-  if (code !== 0) throw new Error(`the load generator exited with ${code}`);
-  const { latencies, failures, seconds } = JSON.parse(out) as {
-    latencies: number[];
-    failures: number;
-    seconds: number;
+  const anvilPort = new URL(sys.anvil.url).port;
+  const groups: Record<string, () => number[]> = {
+    ...Object.fromEntries(Object.entries(sys.pids).map(([name, pid]) => [name, () => [pid]])),
+    rabbitmq: () => pidsOf("beam.smp"),
+    postgres: () => pidsOf("postgres"),
+    "redis-server": () => pidsOf("redis-server"),
+    anvil: () => pidsOf(`anvil.*${anvilPort}`, true),
   };
+  const { result, perOperationUs } = await cpuPerOperation(groups, async () => {
+    const text = await new Promise<string>((resolve) => child.stdout.once("end", () => resolve(out)));
+    const parsed = JSON.parse(text) as {
+      latencies: number[];
+      failures: number;
+      seconds: number;
+      cpuMs: number;
+    };
+    return { result: parsed, operations: parsed.latencies.length };
+  });
+  // The clients measure their own CPU time (their process is gone by now).
+  perOperationUs[LOAD] = (result.cpuMs * 1000) / Math.max(result.latencies.length, 1);
+  const code = child.exitCode ?? (await new Promise<number | null>((resolve) => child.on("exit", resolve)));
+  if (code !== 0) throw new Error(`the load generator exited with ${code}`);
+  const { latencies, failures, seconds } = result;
   latencies.sort((a, b) => a - b);
   const pct = (p: number) =>
     latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0;
@@ -94,6 +113,7 @@ try {
   console.log(`p50 ms     ${pct(50).toFixed(1)}`);
   console.log(`p99 ms     ${pct(99).toFixed(1)}`);
   console.log(`logins     ${latencies.length} in ${seconds.toFixed(1)} s, ${failures} failed`);
+  printCpuTable(perOperationUs, "login", [LOAD]);
 } finally {
   await sys.stop();
 }

@@ -116,6 +116,8 @@ export interface RunningSystem extends SystemCoordinates {
 export interface System extends RunningSystem {
   anvil: AnvilInstance;
   mailbox: Mailbox & { raw(to: string, timeoutMs?: number): Promise<Buffer> };
+  /** The process id of each service (benchmarks read their CPU time). */
+  pids: Record<string, number>;
   output(): string;
   stop(): Promise<void>;
 }
@@ -249,6 +251,7 @@ export async function startSystem(
     amqpUrl: vhost.url,
     redisPrefix,
     ...(ipfs ? { ipfsUrl: ipfs.url } : {}),
+    pids: Object.fromEntries(services.map((name, i) => [name, children[i]?.pid ?? 0])),
     output: () => output,
     stop,
   };
