@@ -30,6 +30,8 @@ export async function startGateway(deps: {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     lazyConnect: true,
+    // The session reads of concurrent requests go out in one write per event-loop turn.
+    enableAutoPipelining: true,
   });
   redis.on("error", (err) => log.warn({ err }, "redis connection error"));
   await redis.connect().catch((err: unknown) => log.warn({ err }, "redis not reachable yet; retrying"));

@@ -45,15 +45,24 @@ export function createChainReader(options: {
       },
     );
 
+  // The role read of every sign-in: both calls in one JSON-RPC batch, their call data built by hand.
+  const hasRole = registry.interface.getFunction("hasRole")?.selector as string;
+  const statusList = registry.interface.getFunction("statusList")?.selector as string;
+  const call = (data: string) => ({
+    method: "eth_call",
+    params: [{ to: options.deployment.registry, data }, "latest"],
+  });
+
   return {
     chainId: options.deployment.chainId,
     async roleOf(address) {
+      const word = addressWord(address);
       try {
-        const [isAdmin, status] = await Promise.all([
-          registry.hasRole(ADMIN_ROLE, address) as Promise<boolean>,
-          registry.statusList(address) as Promise<bigint>,
+        const [isAdmin, status] = await jsonRpcBatch(options.url, options.timeoutMs, [
+          call(`${hasRole}${ADMIN_ROLE.slice(2)}${word}`),
+          call(`${statusList}${word}`),
         ]);
-        return roleOf(status, isAdmin);
+        return roleOf(BigInt(status as string), BigInt(isAdmin as string) !== 0n);
       } catch (cause) {
         throw unavailable(cause);
       }
@@ -83,4 +92,39 @@ export function createChainReader(options: {
       provider.destroy();
     },
   };
+}
+
+/** An address as one 32-byte ABI word (no 0x): what a call's arguments are made of. */
+function addressWord(address: string): string {
+  if (!/^0x[0-9a-fA-F]{40}$/.test(address)) throw new Error(`not an address: ${address}`);
+  return address.slice(2).toLowerCase().padStart(64, "0");
+}
+
+/**
+ * Sends JSON-RPC calls as one batch (one HTTP request) and answers their results in order; any error,
+ * of the transport or of one call, rejects. Each result must be a 32-byte word (`0x` + 64 hex digits).
+ */
+async function jsonRpcBatch(
+  url: string,
+  timeoutMs: number,
+  calls: Array<{ method: string; params: unknown[] }>,
+): Promise<string[]> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(calls.map((c, id) => ({ jsonrpc: "2.0", id, ...c }))),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  if (!response.ok) throw new Error(`the chain answered HTTP ${response.status}`);
+  const answers = (await response.json()) as Array<{ id: number; result?: unknown; error?: unknown }>;
+  if (!Array.isArray(answers))
+    throw new Error(`not a batch answer: ${JSON.stringify(answers).slice(0, 200)}`);
+  return calls.map((_, id) => {
+    const answer = answers.find((a) => a.id === id);
+    if (!answer || answer.error !== undefined || typeof answer.result !== "string") {
+      throw new Error(`eth_call failed: ${JSON.stringify(answer?.error ?? answer ?? "no answer")}`);
+    }
+    if (!/^0x[0-9a-fA-F]{64}$/.test(answer.result)) throw new Error(`not one word: ${answer.result}`);
+    return answer.result;
+  });
 }
