@@ -126,7 +126,19 @@ describe("chain facts reach the API through the chain-indexer", () => {
     const whitelisted = async () =>
       (await client.api("GET", `/EventDebug/Whitelisted/${account}`)).body.data as boolean;
     expect(await whitelisted()).toBe(false);
-    await confirm(registry.editUserStatus(account, UserStatus.Whitelisted));
+    const receipt = await confirm(registry.editUserStatus(account, UserStatus.Whitelisted));
+    // A client waits for its own transaction: once X-Indexed-Block reaches its block, the answer has it.
+    let answer = await client.api("GET", `/EventDebug/Whitelisted/${account}`);
+    await expect
+      .poll(
+        async () => {
+          answer = await client.api("GET", `/EventDebug/Whitelisted/${account}`);
+          return Number(answer.headers.get("x-indexed-block")) >= receipt.blockNumber;
+        },
+        { timeout: 20_000, interval: 50 },
+      )
+      .toBe(true);
+    expect(answer.body.data).toBe(true);
     await expect.poll(whitelisted, { timeout: 20_000, interval: 100 }).toBe(true);
     await confirm(registry.editUserStatus(account, UserStatus.Default));
     await expect.poll(whitelisted, { timeout: 20_000, interval: 100 }).toBe(false);

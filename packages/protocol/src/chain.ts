@@ -32,15 +32,26 @@ export const HashToProjectDto = Type.Object(
 );
 
 const ByAddress = Type.Object({ address: Type.String() });
-const Logs = Type.Array(EventLog);
+/**
+ * Every chain read says how far the index had got when it answered: the last block whose logs it holds.
+ * A client that sent a transaction waits until it reaches the transaction's block.
+ */
+const IndexedBlock = Type.Integer({ description: "last block indexed when the answer was read" });
+const Logs = Type.Object({ logs: Type.Array(EventLog), indexedBlock: IndexedBlock });
 
 export const ChainRpc = {
   evaluationLogs: defineRpc("chain.logs.evaluations", { request: Type.Object({}), response: Logs }),
   registerLogs: defineRpc("chain.logs.registrations", { request: Type.Object({}), response: Logs }),
   whitelistInsertLogs: defineRpc("chain.logs.whitelist-inserts", { request: ByAddress, response: Logs }),
   whitelistRemoveLogs: defineRpc("chain.logs.whitelist-removes", { request: ByAddress, response: Logs }),
-  whitelisted: defineRpc("chain.address.whitelisted", { request: ByAddress, response: Type.Boolean() }),
-  role: defineRpc("chain.address.role", { request: ByAddress, response: UserRole }),
+  whitelisted: defineRpc("chain.address.whitelisted", {
+    request: ByAddress,
+    response: Type.Object({ whitelisted: Type.Boolean(), indexedBlock: IndexedBlock }),
+  }),
+  role: defineRpc("chain.address.role", {
+    request: ByAddress,
+    response: Type.Object({ role: UserRole, indexedBlock: IndexedBlock }),
+  }),
   auctionByHash: defineRpc("chain.auction.by-hash", {
     request: Type.Object({ fileHash: Type.String() }),
     response: Type.Object({
@@ -48,12 +59,12 @@ export const ChainRpc = {
       isAuctionCreated: Type.Boolean(),
       isAuctionStarted: Type.Boolean(),
       auctionStatus: Nullable(AuctionStatus),
-      indexedBlock: Type.Integer(),
+      indexedBlock: IndexedBlock,
     }),
   }),
   evaluation: defineRpc("chain.project.evaluation", {
     request: Type.Object({ fileHash: Type.String() }),
-    response: Type.Object({ isApproved: Nullable(Type.Boolean()), indexedBlock: Type.Integer() }),
+    response: Type.Object({ isApproved: Nullable(Type.Boolean()), indexedBlock: IndexedBlock }),
   }),
   progress: defineRpc("chain.index.progress", {
     request: Type.Object({}),

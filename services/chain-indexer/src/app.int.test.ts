@@ -168,16 +168,25 @@ describe("reads", () => {
   const addressOf = (i: number) => () => chain.signers[i]!.address;
   const [v1, v3, blacklisted, viewer] = [addressOf(1), addressOf(3), addressOf(4), addressOf(5)];
 
-  it("answers Whitelisted, the chain role and the whitelist logs of an address", async () => {
-    expect(await h.client.call(ChainRpc.whitelisted, { address: v1() })).toBe(true);
-    expect(await h.client.call(ChainRpc.whitelisted, { address: v3() })).toBe(false);
-    expect(await h.client.call(ChainRpc.whitelisted, { address: v1().toLowerCase() })).toBe(true);
-    expect(await h.client.call(ChainRpc.role, { address: chain.signers[0]!.address })).toBe("Admin");
-    expect(await h.client.call(ChainRpc.role, { address: blacklisted() })).toBe("Blacklist");
-    expect(await h.client.call(ChainRpc.role, { address: viewer() })).toBe("Viewer");
-    expect(await h.client.call(ChainRpc.role, { address: v3() })).toBe("Base");
-    const inserts = await h.client.call(ChainRpc.whitelistInsertLogs, { address: v3() });
-    const removes = await h.client.call(ChainRpc.whitelistRemoveLogs, { address: v3() });
+  it("answers Whitelisted, the chain role and the whitelist logs of an address, with how far it indexed", async () => {
+    const whitelisted = async (address: string) =>
+      (await h.client.call(ChainRpc.whitelisted, { address })).whitelisted;
+    const role = async (address: string) => (await h.client.call(ChainRpc.role, { address })).role;
+    expect(await whitelisted(v1())).toBe(true);
+    expect(await whitelisted(v3())).toBe(false);
+    expect(await whitelisted(v1().toLowerCase())).toBe(true);
+    expect(await role(chain.signers[0]!.address)).toBe("Admin");
+    expect(await role(blacklisted())).toBe("Blacklist");
+    expect(await role(viewer())).toBe("Viewer");
+    expect(await role(v3())).toBe("Base");
+    await waitIndexed(h.sql, chain);
+    const head = await chain.provider.getBlockNumber();
+    expect((await h.client.call(ChainRpc.whitelisted, { address: v1() })).indexedBlock).toBe(head);
+    expect((await h.client.call(ChainRpc.role, { address: v1() })).indexedBlock).toBe(head);
+    const insertsAnswer = await h.client.call(ChainRpc.whitelistInsertLogs, { address: v3() });
+    expect(insertsAnswer.indexedBlock).toBe(head);
+    const inserts = insertsAnswer.logs;
+    const removes = (await h.client.call(ChainRpc.whitelistRemoveLogs, { address: v3() })).logs;
     expect(inserts).toHaveLength(1);
     expect(removes).toHaveLength(1);
     expect(inserts[0]).toEqual({
@@ -195,14 +204,15 @@ describe("reads", () => {
   });
 
   it("answers the evaluation logs in behaviour.md §5's format and the evaluation of a hash", async () => {
-    const logs = await h.client.call(ChainRpc.evaluationLogs, {});
+    const { logs, indexedBlock } = await h.client.call(ChainRpc.evaluationLogs, {});
+    expect(indexedBlock).toBeGreaterThanOrEqual(logs[0]!.log.blockNumber);
     expect(logs.map((l) => l.event)).toEqual([{ projectHash: approved, isApproved: true }]);
     const evaluation = await h.client.call(ChainRpc.evaluation, {
       fileHash: approved.slice(2).toUpperCase(),
     });
     expect(evaluation.isApproved).toBe(true);
     expect(evaluation.indexedBlock).toBeGreaterThanOrEqual(logs[0]!.log.blockNumber);
-    expect(await h.client.call(ChainRpc.registerLogs, {})).toHaveLength(BULK + 1);
+    expect((await h.client.call(ChainRpc.registerLogs, {})).logs).toHaveLength(BULK + 1);
   });
 
   it("answers the auction of a project hash: address, type, token, proposer, created and started", async () => {
@@ -233,8 +243,12 @@ describe("reads", () => {
       auctionStatus: null,
     });
     const nobody = "0x000000000000000000000000000000000000dEaD";
-    expect(await h.client.call(ChainRpc.whitelisted, { address: nobody })).toBe(false);
-    expect(await h.client.call(ChainRpc.whitelistInsertLogs, { address: nobody })).toEqual([]);
+    expect(await h.client.call(ChainRpc.whitelisted, { address: nobody })).toMatchObject({
+      whitelisted: false,
+    });
+    expect(await h.client.call(ChainRpc.whitelistInsertLogs, { address: nobody })).toMatchObject({
+      logs: [],
+    });
   });
 
   it("refuses malformed addresses and hashes as validation errors (400)", async () => {
@@ -271,10 +285,19 @@ describe("reads", () => {
 describe("following the head", () => {
   it("indexes a new transaction within moments", async () => {
     const address = chain.signers[7]!.address;
-    expect(await h.client.call(ChainRpc.whitelisted, { address })).toBe(false);
-    await setStatus(chain, address, "Whitelisted");
+    expect(await h.client.call(ChainRpc.whitelisted, { address })).toMatchObject({ whitelisted: false });
+    const { blockNumber } = await setStatus(chain, address, "Whitelisted");
+    // A client waits for its own transaction: the answer that says its block is indexed says the change.
+    let answer = await h.client.call(ChainRpc.whitelisted, { address });
     await expect
-      .poll(() => h.client.call(ChainRpc.whitelisted, { address }), { timeout: 5_000, interval: 20 })
+      .poll(
+        async () => {
+          answer = await h.client.call(ChainRpc.whitelisted, { address });
+          return answer.indexedBlock >= blockNumber;
+        },
+        { timeout: 5_000, interval: 20 },
+      )
       .toBe(true);
+    expect(answer.whitelisted).toBe(true);
   });
 });

@@ -28,13 +28,22 @@ it("a block's logs count only once it is CHAIN_CONFIRMATIONS blocks deep", async
   const address = chain.signers[3]!.address;
   const { blockNumber } = await setStatus(chain, address, "Whitelisted");
   await expect.poll(() => indexedBlock(h.sql), { timeout: 10_000 }).toBe(blockNumber - 3);
-  expect(await h.client.call(ChainRpc.whitelisted, { address })).toBe(false);
+  expect(await h.client.call(ChainRpc.whitelisted, { address })).toMatchObject({ whitelisted: false });
 
   await mine(chain.provider, 2);
   await expect.poll(() => indexedBlock(h.sql), { timeout: 10_000 }).toBe(blockNumber - 1);
-  expect(await h.client.call(ChainRpc.whitelisted, { address })).toBe(false);
+  expect(await h.client.call(ChainRpc.whitelisted, { address })).toMatchObject({ whitelisted: false });
 
   await mine(chain.provider, 1);
-  await expect.poll(() => h.client.call(ChainRpc.whitelisted, { address }), { timeout: 10_000 }).toBe(true);
+  await expect
+    .poll(async () => (await h.client.call(ChainRpc.whitelisted, { address })).whitelisted, {
+      timeout: 10_000,
+    })
+    .toBe(true);
   expect(await indexedBlock(h.sql)).toBe(blockNumber);
+  // The answer says the block it was read at: confirmed to depth 3, so the transaction's block, not the head.
+  expect(await h.client.call(ChainRpc.whitelisted, { address })).toEqual({
+    whitelisted: true,
+    indexedBlock: blockNumber,
+  });
 });

@@ -44,8 +44,10 @@ it("a reorg that removes an evaluation and a whitelisting retracts their facts a
   const whitelisting = await setStatus(chain, newcomer!.address, "Whitelisted");
   await waitIndexed(h.sql, chain);
   expect(await h.client.call(ChainRpc.evaluation, { fileHash: hash })).toMatchObject({ isApproved: true });
-  expect(await h.client.call(ChainRpc.whitelisted, { address: newcomer!.address })).toBe(true);
-  const evaluated = (await h.client.call(ChainRpc.evaluationLogs, {}))[0]!;
+  expect(await h.client.call(ChainRpc.whitelisted, { address: newcomer!.address })).toMatchObject({
+    whitelisted: true,
+  });
+  const evaluated = (await h.client.call(ChainRpc.evaluationLogs, {})).logs[0]!;
 
   // Another branch from the fork point, longer than the first, without those transactions.
   await revertTo(chain.provider, fork);
@@ -56,9 +58,14 @@ it("a reorg that removes an evaluation and a whitelisting retracts their facts a
     .toBe(head!.number);
 
   expect(await h.client.call(ChainRpc.evaluation, { fileHash: hash })).toMatchObject({ isApproved: null });
-  expect(await h.client.call(ChainRpc.whitelisted, { address: newcomer!.address })).toBe(false);
-  expect(await h.client.call(ChainRpc.evaluationLogs, {})).toEqual([]);
-  expect(await h.client.call(ChainRpc.whitelisted, { address: v1!.address })).toBe(true);
+  expect(await h.client.call(ChainRpc.whitelisted, { address: newcomer!.address })).toEqual({
+    whitelisted: false,
+    indexedBlock: head!.number,
+  });
+  expect(await h.client.call(ChainRpc.evaluationLogs, {})).toEqual({ logs: [], indexedBlock: head!.number });
+  expect(await h.client.call(ChainRpc.whitelisted, { address: v1!.address })).toMatchObject({
+    whitelisted: true,
+  });
 
   const retracted = (await outboxFacts(h.sql))
     .filter((f) => f.startsWith(`${ChainEvents.factRetracted.name} `))

@@ -165,6 +165,44 @@ describe("bad input never reaches a service and never gives a 500", () => {
   });
 });
 
+describe("event-debug answers", () => {
+  it("keep behaviour.md §5's shapes and say how far the chain is indexed in X-Indexed-Block", async () => {
+    const log = {
+      event: { user: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4" },
+      log: {
+        address: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+        blockHash: `0x${"ab".repeat(32)}`,
+        blockNumber: 40,
+        transactionHash: `0x${"cd".repeat(32)}`,
+        transactionIndex: 0,
+        logIndex: 2,
+        removed: false,
+      },
+    };
+    const served = await createHarness();
+    try {
+      await served.bus.serve(ChainRpc.whitelistInsertLogs, async () => ({ logs: [log], indexedBlock: 42 }));
+      await served.bus.serve(ChainRpc.whitelisted, async () => ({ whitelisted: true, indexedBlock: 43 }));
+      const logs = await served.app.inject("/EventDebug/DebugAdd/0x5B38Da6a701c568545dCfcB03FcB875f56beddC4");
+      expect(logs.json()).toEqual({ data: [log], success: true, message: null });
+      expect(logs.headers["x-indexed-block"]).toBe("42");
+      const flag = await served.app.inject(
+        "/EventDebug/Whitelisted/0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
+      );
+      expect(flag.json()).toEqual({ data: true, success: true, message: null });
+      expect(flag.headers["x-indexed-block"]).toBe("43");
+      // Browsers may read it across origins.
+      const cors = await served.app.inject({
+        url: "/EventDebug/Whitelisted/0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
+        headers: { origin: "https://app.example.org" },
+      });
+      expect(String(cors.headers["access-control-expose-headers"])).toContain("x-indexed-block");
+    } finally {
+      await served.close();
+    }
+  });
+});
+
 describe("dependencies", () => {
   it("answers 503 in the envelope when the service behind a route is not running", async () => {
     const res = await get("/EventDebug/Debug");

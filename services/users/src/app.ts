@@ -37,7 +37,7 @@ export async function startUsersApp(deps: {
     const users = createUserService({
       users: createUserRepository(() => orm.em.fork()),
       pendingInvitations,
-      chainRole: (address, ctx) => bus.call(ChainRpc.role, { address }, ctx),
+      chainRole: async (address, ctx) => (await bus.call(ChainRpc.role, { address }, ctx)).role,
     });
     await serveUsersRpc(bus, users);
     await subscribeUsers(bus, users);

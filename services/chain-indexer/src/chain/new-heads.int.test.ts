@@ -29,7 +29,10 @@ describe("new heads", () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     await setStatus(chain, address, "Whitelisted");
     await expect
-      .poll(() => h.client.call(ChainRpc.whitelisted, { address }), { timeout: 5_000, interval: 20 })
+      .poll(async () => (await h.client.call(ChainRpc.whitelisted, { address })).whitelisted, {
+        timeout: 5_000,
+        interval: 20,
+      })
       .toBe(true);
   });
 

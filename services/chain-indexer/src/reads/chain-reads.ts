@@ -12,18 +12,23 @@ import {
 } from "@fundraise/protocol";
 import { SCHEMA } from "../indexer/index-store.ts";
 
-type EventLog = ResponseOf<typeof ChainRpc.evaluationLogs>[number];
+type LogsAnswer = ResponseOf<typeof ChainRpc.evaluationLogs>;
+type EventLog = LogsAnswer["logs"][number];
 type AuctionAnswer = ResponseOf<typeof ChainRpc.auctionByHash>;
 type EvaluationAnswer = ResponseOf<typeof ChainRpc.evaluation>;
 
-/** The chain reads of behaviour.md §5, answered from the index (never from the chain). */
+/**
+ * The chain reads of behaviour.md §5, answered from the index (never from the chain). Each answer says
+ * how far the index had got (`indexedBlock`): the cursor is read first, so every row read after it is
+ * at least that fresh.
+ */
 export interface ChainReads {
-  evaluationLogs(): Promise<EventLog[]>;
-  registerLogs(): Promise<EventLog[]>;
-  whitelistInsertLogs(address: string): Promise<EventLog[]>;
-  whitelistRemoveLogs(address: string): Promise<EventLog[]>;
-  whitelisted(address: string): Promise<boolean>;
-  role(address: string): Promise<UserRole>;
+  evaluationLogs(): Promise<LogsAnswer>;
+  registerLogs(): Promise<LogsAnswer>;
+  whitelistInsertLogs(address: string): Promise<LogsAnswer>;
+  whitelistRemoveLogs(address: string): Promise<LogsAnswer>;
+  whitelisted(address: string): Promise<{ whitelisted: boolean; indexedBlock: number }>;
+  role(address: string): Promise<{ role: UserRole; indexedBlock: number }>;
   auctionByHash(fileHash: string): Promise<AuctionAnswer>;
   evaluation(fileHash: string): Promise<EvaluationAnswer>;
   indexedBlock(): Promise<number>;
@@ -80,23 +85,26 @@ function toEventLog(row: Record<string, unknown>): EventLog {
 export function createChainReads(sql: () => SqlExecutor, chainId: number): ChainReads {
   const query = async (text: string, params: unknown[]) => (await sql().query(text, params)).rows;
 
-  const logsOf = async (event: string) =>
-    (
-      await query(
-        `select ${LOG_COLUMNS} from ${SCHEMA}.log where chain_id = $1 and event = $2
-         order by block_number, log_index`,
-        [chainId, event],
-      )
-    ).map(toEventLog);
+  const logsOf = async (event: string): Promise<LogsAnswer> => {
+    const indexed = await indexedBlock();
+    const rows = await query(
+      `select ${LOG_COLUMNS} from ${SCHEMA}.log where chain_id = $1 and event = $2
+       order by block_number, log_index`,
+      [chainId, event],
+    );
+    return { logs: rows.map(toEventLog), indexedBlock: indexed };
+  };
 
-  const logsOfUser = async (event: string, address: string) =>
-    (
-      await query(
-        `select ${LOG_COLUMNS} from ${SCHEMA}.log where chain_id = $1 and args->>'user' = $2 and event = $3
-         order by block_number, log_index`,
-        [chainId, requireAddress(address), event],
-      )
-    ).map(toEventLog);
+  const logsOfUser = async (event: string, input: string): Promise<LogsAnswer> => {
+    const address = requireAddress(input);
+    const indexed = await indexedBlock();
+    const rows = await query(
+      `select ${LOG_COLUMNS} from ${SCHEMA}.log where chain_id = $1 and args->>'user' = $2 and event = $3
+       order by block_number, log_index`,
+      [chainId, address, event],
+    );
+    return { logs: rows.map(toEventLog), indexedBlock: indexed };
+  };
 
   async function statusOf(address: string): Promise<number> {
     const rows = await query(
@@ -128,13 +136,16 @@ export function createChainReads(sql: () => SqlExecutor, chainId: number): Chain
     registerLogs: () => logsOf("Register"),
     whitelistInsertLogs: (address) => logsOfUser("WhitelistInsert", address),
     whitelistRemoveLogs: (address) => logsOfUser("WhitelistRemove", address),
-    async whitelisted(address) {
-      return (await statusOf(requireAddress(address))) === UserStatus.Whitelisted;
+    async whitelisted(input) {
+      const address = requireAddress(input);
+      const indexed = await indexedBlock();
+      return { whitelisted: (await statusOf(address)) === UserStatus.Whitelisted, indexedBlock: indexed };
     },
     async role(input) {
       const address = requireAddress(input);
+      const indexed = await indexedBlock();
       const [status, admin] = await Promise.all([statusOf(address), isAdmin(address)]);
-      return roleOf(status, admin);
+      return { role: roleOf(status, admin), indexedBlock: indexed };
     },
     async auctionByHash(fileHash) {
       const hash = requireProjectHash(fileHash);

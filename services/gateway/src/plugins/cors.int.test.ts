@@ -65,7 +65,7 @@ describe("CORS", () => {
     const res = await listed.app.inject({ url: "/user/learnusercount", headers: { origin: APP } });
     expect(res.statusCode).toBe(200);
     expect(res.headers["access-control-allow-origin"]).toBe(APP);
-    expect(res.headers["access-control-expose-headers"]).toBe("x-request-id, x-error-code");
+    expect(res.headers["access-control-expose-headers"]).toBe("x-request-id, x-error-code, x-indexed-block");
   });
 
   it("answers a bare OPTIONS (no Origin) with 204, not a plain-text 400", async () => {

@@ -17,7 +17,7 @@ export async function registerCors(app: Server, origins: true | readonly string[
     origin: origins === true ? true : [...origins],
     methods: [...CORS_METHODS],
     allowedHeaders: [...CORS_HEADERS],
-    exposedHeaders: ["x-request-id", "x-error-code"],
+    exposedHeaders: ["x-request-id", "x-error-code", "x-indexed-block"],
     maxAge: CORS_MAX_AGE,
     strictPreflight: false,
   });

@@ -80,6 +80,8 @@ interface RouteOptions<D extends RpcDescriptor, S extends InputSchemas> {
   /** The HTTP `data` schema when it differs from the RPC's response. */
   response?: TSchema;
   data?: (result: ResponseOf<D>) => unknown;
+  /** Response headers taken from the RPC's result (what the `data` mapping leaves out of the body). */
+  headers?: (result: ResponseOf<D>) => Record<string, string>;
   status?: 200 | 201;
   bodyLimit?: number;
   /** Requests per minute per IP for this route, when stricter than the global limit. */
@@ -196,6 +198,7 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
         if (custom) return custom;
         throw error;
       }
+      if (route.headers) reply.headers(route.headers(result));
       const data = route.data ? route.data(result) : result;
       const custom = route.send?.(reply, request, data);
       if (custom) return custom;

@@ -1,10 +1,26 @@
 import type { Bus } from "@fundraise/bus";
-import { ChainRpc } from "@fundraise/protocol";
+import { ChainRpc, EventLog } from "@fundraise/protocol";
+import Type from "typebox";
 import type { Server } from "../server.ts";
 import { registerRpcRoute } from "./define.ts";
 import { AddressParams, addressParam, NoInput } from "./params.ts";
 
 const tag = "EventDebug";
+
+/**
+ * How far the index had got when it answered (every chain read says it): a client that sent a
+ * transaction reads until this reaches the transaction's block. A header, since the answers' `data`
+ * keeps behaviour.md §5's shapes.
+ */
+export const INDEXED_BLOCK_HEADER = "x-indexed-block";
+const indexedBlock = (result: { indexedBlock: number }) => ({
+  [INDEXED_BLOCK_HEADER]: String(result.indexedBlock),
+});
+const logsOnly = {
+  response: Type.Array(EventLog),
+  data: (result: { logs: unknown[] }) => result.logs,
+  headers: indexedBlock,
+};
 
 /** Chain data is public: every event-debug route is anonymous and served from the index. */
 export function registerEventDebugRoutes(app: Server, bus: Bus): void {
@@ -17,6 +33,7 @@ export function registerEventDebugRoutes(app: Server, bus: Bus): void {
     input: { querystring: NoInput },
     rpc: ChainRpc.evaluationLogs,
     request: () => ({}),
+    ...logsOnly,
   });
   registerRpcRoute(app, bus, {
     method: "GET",
@@ -27,6 +44,7 @@ export function registerEventDebugRoutes(app: Server, bus: Bus): void {
     input: { params: AddressParams },
     rpc: ChainRpc.whitelistInsertLogs,
     request: ({ params }) => ({ address: addressParam(params.address) }),
+    ...logsOnly,
   });
   registerRpcRoute(app, bus, {
     method: "GET",
@@ -37,6 +55,7 @@ export function registerEventDebugRoutes(app: Server, bus: Bus): void {
     input: { params: AddressParams },
     rpc: ChainRpc.whitelistRemoveLogs,
     request: ({ params }) => ({ address: addressParam(params.address) }),
+    ...logsOnly,
   });
   registerRpcRoute(app, bus, {
     method: "GET",
@@ -47,5 +66,8 @@ export function registerEventDebugRoutes(app: Server, bus: Bus): void {
     input: { params: AddressParams },
     rpc: ChainRpc.whitelisted,
     request: ({ params }) => ({ address: addressParam(params.address) }),
+    response: Type.Boolean(),
+    data: (result) => result.whitelisted,
+    headers: indexedBlock,
   });
 }

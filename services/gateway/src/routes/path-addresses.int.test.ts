@@ -18,12 +18,12 @@ beforeAll(async () => {
   for (const rpc of [ChainRpc.whitelistInsertLogs, ChainRpc.whitelistRemoveLogs]) {
     await h.bus.serve(rpc, async ({ address }) => {
       seen.push(address);
-      return [];
+      return { logs: [], indexedBlock: 1 };
     });
   }
   await h.bus.serve(ChainRpc.whitelisted, async ({ address }) => {
     seen.push(address);
-    return false;
+    return { whitelisted: false, indexedBlock: 1 };
   });
 });
 afterAll(() => h?.close());

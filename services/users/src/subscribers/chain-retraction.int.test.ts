@@ -9,7 +9,10 @@ const indexRole = new Map<string, UserRole>();
 
 beforeAll(async () => {
   h = await startHarness("retraction");
-  await h.client.serve(ChainRpc.role, async ({ address }) => indexRole.get(address) ?? "Base");
+  await h.client.serve(ChainRpc.role, async ({ address }) => ({
+    role: indexRole.get(address) ?? "Base",
+    indexedBlock: 1,
+  }));
 });
 afterAll(() => h?.stop());
 
