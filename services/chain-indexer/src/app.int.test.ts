@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { auctionAt, factoryAt, registryAt } from "@fundraise/contracts";
 import { ChainEvents, ChainRpc, ErrorCode } from "@fundraise/protocol";
 import { expectAppError, type ServiceHarness } from "@fundraise/service-kit/testing";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainIndexerApp } from "./app.ts";
 import {
@@ -15,6 +16,7 @@ import {
   startHarness,
   storedLogs,
   type TestChain,
+  testRedisPrefix,
   waitIndexed,
 } from "./test/harness.ts";
 
@@ -25,6 +27,8 @@ const PER_BLOCK = 50;
 const PROXY_MAX_RANGE = 7;
 
 let chain: TestChain;
+const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
+const redisPrefix = testRedisPrefix();
 let proxy: Server;
 let refused = 0;
 let h: ServiceHarness;
@@ -105,11 +109,13 @@ beforeAll(async () => {
     CHAIN_DEPLOYMENT_FILE: chain.deploymentFile,
     CHAIN_POLL_INTERVAL_MS: "20",
     CHAIN_LOG_RANGE_MAX: "64",
+    REDIS_PREFIX: redisPrefix,
   });
   await waitIndexed(h.sql, chain, 60_000);
 }, 120_000);
 
 afterAll(async () => {
+  redis.disconnect();
   await h?.stop();
   await new Promise((resolve) => proxy?.close(resolve));
   await chain?.stop();
@@ -286,6 +292,9 @@ describe("following the head", () => {
   it("indexes a new transaction within moments", async () => {
     const address = chain.signers[7]!.address;
     expect(await h.client.call(ChainRpc.whitelisted, { address })).toMatchObject({ whitelisted: false });
+    // The answer is kept in Redis for the next reader (reads/hot-keys.ts)...
+    const answers = `${redisPrefix}chain:31337:answers`;
+    await expect.poll(() => redis.hget(answers, `whitelisted:${address}`)).not.toBeNull();
     const { blockNumber } = await setStatus(chain, address, "Whitelisted");
     // A client waits for its own transaction: the answer that says its block is indexed says the change.
     let answer = await h.client.call(ChainRpc.whitelisted, { address });
@@ -299,5 +308,7 @@ describe("following the head", () => {
       )
       .toBe(true);
     expect(answer.whitelisted).toBe(true);
+    // ...and the commit of the change replaced it: Redis holds the new answer, or none yet.
+    expect(String(await redis.hget(answers, `whitelisted:${address}`))).not.toContain('"whitelisted":false');
   });
 });

@@ -1,6 +1,7 @@
 import type { Bus } from "@fundraise/bus";
 import { loadDeployment } from "@fundraise/contracts";
 import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import { Redis } from "ioredis";
 import pg from "pg";
 import { subscribeNewHeads } from "./chain/new-heads.ts";
 import { type ChainClient, createChainClient } from "./chain/rpc-client.ts";
@@ -11,6 +12,7 @@ import { SCHEMA } from "./indexer/index-store.ts";
 import { startIndexer } from "./indexer/indexer.ts";
 import { createProgress } from "./ops/progress.ts";
 import { createChainReads } from "./reads/chain-reads.ts";
+import { createHotKeys } from "./reads/hot-keys.ts";
 import { serveChainRpc } from "./rpc/index.ts";
 
 /** The chain indexer as `runService` runs it: `readiness` and `metrics` feed `/readyz` and `/metrics`. */
@@ -37,7 +39,23 @@ export async function startChainIndexerApp(deps: {
   // Reads are plain SQL over the stored logs (jsonb arguments), on a small pool of their own.
   const pool = new pg.Pool({ connectionString: config.db.url, max: 4 });
   pool.on("error", (err) => log.warn({ err }, "idle read connection failed"));
+  // The chain-read cache: answers in Redis, renewed and invalidated by the writer (reads/hot-keys.ts).
+  const redis = new Redis(config.redis.url, {
+    maxRetriesPerRequest: 1,
+    connectTimeout: 5_000,
+    enableOfflineQueue: false,
+    enableAutoPipelining: true,
+  });
+  redis.on("error", (err) => log.debug({ err }, "redis connection error"));
+  const hotKeys = createHotKeys({
+    redis,
+    prefix: config.redis.prefix,
+    chainId: deployment.chainId,
+    log,
+    ttlMs: config.redis.ttlMs,
+  });
   const closeState = async () => {
+    redis.disconnect();
     await pool.end();
     await stop();
   };
@@ -51,7 +69,7 @@ export async function startChainIndexerApp(deps: {
   try {
     await serveChainRpc(
       bus,
-      createChainReads(() => pool, deployment.chainId),
+      createChainReads(() => pool, deployment.chainId, hotKeys),
       progress,
     );
   } catch (error) {
@@ -74,6 +92,7 @@ export async function startChainIndexerApp(deps: {
     range: { min: config.indexer.rangeMin, max: config.indexer.rangeMax },
     pollIntervalMs: config.indexer.pollIntervalMs,
     newHeads,
+    committed: hotKeys,
   });
   log.info(
     { chainId: deployment.chainId, registry: deployment.registry, startBlock: deployment.startBlock },

@@ -7,6 +7,7 @@ import {
   HealthEnv,
   LogEnv,
   loadEnv,
+  RedisEnv,
 } from "@fundraise/service-kit";
 import Type from "typebox";
 
@@ -17,6 +18,12 @@ export const ChainIndexerEnv = {
   ...LogEnv,
   ...HealthEnv,
   ...ChainEnv,
+  ...RedisEnv,
+  CHAIN_READ_CACHE_TTL_MS: Type.Integer({
+    default: 30_000,
+    minimum: 100,
+    description: "how long chain-read answers live in Redis unless the indexer renews or replaces them",
+  }),
   CHAIN_CONFIRMATIONS: Type.Integer({
     default: 0,
     minimum: 0,
@@ -69,6 +76,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },
     log: { level: e.LOG_LEVEL },
     health: { port: e.HEALTH_PORT, host: e.HEALTH_HOST },
+    redis: { url: e.REDIS_URL, prefix: e.REDIS_PREFIX, ttlMs: e.CHAIN_READ_CACHE_TTL_MS },
     chain: {
       url: e.CHAIN_RPC_URL,
       deploymentFile: isAbsolute(e.CHAIN_DEPLOYMENT_FILE)

@@ -12,6 +12,7 @@ import {
   startChain,
   storedLogs,
   type TestChain,
+  testRedisPrefix,
   waitIndexed,
 } from "./test/harness.ts";
 
@@ -23,7 +24,12 @@ async function place(label: string) {
   const [db, vhost] = await Promise.all([createTestDatabase(label), createTestVhost(label)]);
   const sql = new pg.Pool({ connectionString: db.url, max: 2 });
   resources.push({ db, vhost, sql });
-  const env = chainEnv(chain, { DATABASE_URL: db.url, AMQP_URL: vhost.url, CHAIN_LOG_RANGE_MAX: "1" });
+  const env = chainEnv(chain, {
+    DATABASE_URL: db.url,
+    AMQP_URL: vhost.url,
+    CHAIN_LOG_RANGE_MAX: "1",
+    REDIS_PREFIX: testRedisPrefix(),
+  });
   return { sql, env };
 }
 

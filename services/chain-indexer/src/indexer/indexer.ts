@@ -22,6 +22,11 @@ export interface IndexerOptions {
   pollIntervalMs: number;
   /** The node's new-head announcements: an idle indexer wakes at the next one (or at its next poll). */
   newHeads?: { next(): Promise<void> };
+  /**
+   * Told after every commit (and on idle polls) where the index stands and whether its logs changed: the
+   * chain-read cache (reads/hot-keys.ts). Its failures never stop indexing.
+   */
+  committed?: { advance(cursor: number, changed: boolean): Promise<void> };
 }
 
 export interface Indexer {
@@ -47,6 +52,20 @@ export function startIndexer(options: IndexerOptions): Indexer {
   });
   const pause = (ms: number) => Promise.race([new Promise((resolve) => setTimeout(resolve, ms)), stopped]);
 
+  // A change the cache was not told of (it failed) is told with the next report.
+  let untoldChange = false;
+  async function report(cursor: number, changed: boolean): Promise<void> {
+    if (!options.committed) return;
+    const change = changed || untoldChange;
+    try {
+      await options.committed.advance(cursor, change);
+      untoldChange = false;
+    } catch (err) {
+      if (!untoldChange) log.warn({ err }, "chain-read cache not told of a commit; telling it later");
+      untoldChange = untoldChange || change;
+    }
+  }
+
   async function refreshAsStandby(): Promise<void> {
     progress.role = "standby";
     const [head, cursor] = await Promise.all([chain.blockNumber(), options.readCursor()]);
@@ -60,6 +79,8 @@ export function startIndexer(options: IndexerOptions): Indexer {
     let cursor: BlockRef = (await store.readCursor()) ?? { number: deployment.startBlock - 1, hash: null };
     let auctions = await store.knownAuctions();
     progress.indexed(cursor.number, 0);
+    // A new writer knows nothing of what its predecessor told the cache: start it afresh.
+    await report(cursor.number, true);
     log.info({ block: cursor.number, startBlock: deployment.startBlock }, "writer lock taken; indexing");
     const sizer = createRangeSizer(options.range);
     let caughtUp = false;
@@ -72,6 +93,7 @@ export function startIndexer(options: IndexerOptions): Indexer {
         if (cursor.hash !== null && block?.hash !== cursor.hash) {
           cursor = await rollBack(store, cursor);
           auctions = await store.knownAuctions();
+          await report(cursor.number, true);
           continue;
         }
         const target = head - options.confirmations;
@@ -80,6 +102,8 @@ export function startIndexer(options: IndexerOptions): Indexer {
             log.info({ block: cursor.number, head }, "caught up with the chain; following the head");
           caughtUp = true;
           step = "idle";
+          // Keeps the cache's cursor alive while no block comes.
+          await report(cursor.number, false);
         } else {
           const from = cursor.number + 1;
           const to = Math.min(target, from + sizer.size - 1);
@@ -102,6 +126,7 @@ export function startIndexer(options: IndexerOptions): Indexer {
             cursor = next;
             auctions = merged;
             progress.indexed(cursor.number, stored);
+            await report(cursor.number, stored > 0);
             if (stored > 0) log.debug({ from, to, stored, facts }, "range indexed");
             step = "indexed";
           }

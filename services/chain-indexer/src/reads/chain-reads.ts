@@ -11,6 +11,7 @@ import {
   type UserRole,
 } from "@fundraise/protocol";
 import { SCHEMA } from "../indexer/index-store.ts";
+import type { HotKeys } from "./hot-keys.ts";
 
 type LogsAnswer = ResponseOf<typeof ChainRpc.evaluationLogs>;
 type EventLog = LogsAnswer["logs"][number];
@@ -82,10 +83,18 @@ function toEventLog(row: Record<string, unknown>): EventLog {
   };
 }
 
-export function createChainReads(sql: () => SqlExecutor, chainId: number): ChainReads {
+/** No cache: every read from Postgres. */
+const uncached: Pick<HotKeys, "read"> = { read: (_field, compute) => compute() };
+
+export function createChainReads(
+  sql: () => SqlExecutor,
+  chainId: number,
+  cache: Pick<HotKeys, "read"> = uncached,
+): ChainReads {
   const query = async (text: string, params: unknown[]) => (await sql().query(text, params)).rows;
 
-  const logsOf = async (event: string): Promise<LogsAnswer> => {
+  const logsOf = (event: string): Promise<LogsAnswer> => cache.read(`logs:${event}`, () => readLogsOf(event));
+  const readLogsOf = async (event: string): Promise<LogsAnswer> => {
     const indexed = await indexedBlock();
     const rows = await query(
       `select ${LOG_COLUMNS} from ${SCHEMA}.log where chain_id = $1 and event = $2
@@ -95,8 +104,11 @@ export function createChainReads(sql: () => SqlExecutor, chainId: number): Chain
     return { logs: rows.map(toEventLog), indexedBlock: indexed };
   };
 
-  const logsOfUser = async (event: string, input: string): Promise<LogsAnswer> => {
+  const logsOfUser = (event: string, input: string): Promise<LogsAnswer> => {
     const address = requireAddress(input);
+    return cache.read(`logs:${event}:${address}`, () => readLogsOfUser(event, address));
+  };
+  const readLogsOfUser = async (event: string, address: string): Promise<LogsAnswer> => {
     const indexed = await indexedBlock();
     const rows = await query(
       `select ${LOG_COLUMNS} from ${SCHEMA}.log where chain_id = $1 and args->>'user' = $2 and event = $3
@@ -136,74 +148,86 @@ export function createChainReads(sql: () => SqlExecutor, chainId: number): Chain
     registerLogs: () => logsOf("Register"),
     whitelistInsertLogs: (address) => logsOfUser("WhitelistInsert", address),
     whitelistRemoveLogs: (address) => logsOfUser("WhitelistRemove", address),
-    async whitelisted(input) {
+    whitelisted(input) {
       const address = requireAddress(input);
-      const indexed = await indexedBlock();
-      return { whitelisted: (await statusOf(address)) === UserStatus.Whitelisted, indexedBlock: indexed };
+      return cache.read(`whitelisted:${address}`, async () => {
+        const indexed = await indexedBlock();
+        return { whitelisted: (await statusOf(address)) === UserStatus.Whitelisted, indexedBlock: indexed };
+      });
     },
-    async role(input) {
+    role(input) {
       const address = requireAddress(input);
-      const indexed = await indexedBlock();
-      const [status, admin] = await Promise.all([statusOf(address), isAdmin(address)]);
-      return { role: roleOf(status, admin), indexedBlock: indexed };
+      return cache.read(`role:${address}`, async () => {
+        const indexed = await indexedBlock();
+        const [status, admin] = await Promise.all([statusOf(address), isAdmin(address)]);
+        return { role: roleOf(status, admin), indexedBlock: indexed };
+      });
     },
-    async auctionByHash(fileHash) {
+    auctionByHash(fileHash) {
       const hash = requireProjectHash(fileHash);
-      // The cursor first: every row read after it is at least that fresh.
-      const indexed = await indexedBlock();
-      const [created] = await query(
-        `select args, detail from ${SCHEMA}.log
-         where chain_id = $1 and event = 'CreateAuctionEvent' and args->>'fileHash' = $2
-         order by block_number desc, log_index desc limit 1`,
-        [chainId, hash],
-      );
-      const [registered] = await query(
-        `select args->>'from' as proposer from ${SCHEMA}.log
-         where chain_id = $1 and event = 'Register' and args->>'projectHash' = $2
-         order by block_number desc, log_index desc limit 1`,
-        [chainId, hash],
-      );
-      const args = (created?.args ?? null) as Record<string, string> | null;
-      const detail = (created?.detail ?? null) as Record<string, string> | null;
-      let status: AuctionStatus | null = null;
-      if (args) {
-        const [last] = await query(
-          `select event from ${SCHEMA}.log
-           where chain_id = $1 and address = $2 and event in ('AuctionStarted', 'AuctionPaused', 'AuctionFinished')
-           order by block_number desc, log_index desc limit 1`,
-          [chainId, args.auction],
-        );
-        status = last ? (STATUS_OF_EVENT[last.event as string] ?? "Off") : "Off";
-      }
-      return {
-        project: {
-          proposerAddress: detail?.proposer ?? (registered?.proposer as string | undefined) ?? null,
-          tokenAddress: detail?.token ?? null,
-          auctionAddress: args?.auction ?? null,
-          auctionType: args?.auctionType ?? null,
-        },
-        isAuctionCreated: args !== null,
-        isAuctionStarted: status !== null && status !== "Off",
-        auctionStatus: status,
-        indexedBlock: indexed,
-      };
+      return cache.read(`auction:${hash}`, () => readAuction(hash));
     },
-    async evaluation(fileHash) {
+    evaluation(fileHash) {
       const hash = requireProjectHash(fileHash);
-      const indexed = await indexedBlock();
-      // The first evaluation of the current registration: a removal voids the evaluations before it.
-      const [first] = await query(
-        `select (e.args->>'isApproved')::boolean as approved from ${SCHEMA}.log e
-         where e.chain_id = $1 and e.event = 'ProjectEvaluation' and e.args->>'projectHash' = $2
-           and not exists (
-             select 1 from ${SCHEMA}.log r
-             where r.chain_id = e.chain_id and r.event = 'ProjectRemoved' and r.args->>'projectHash' = e.args->>'projectHash'
-               and (r.block_number, r.log_index) > (e.block_number, e.log_index))
-         order by e.block_number, e.log_index limit 1`,
-        [chainId, hash],
-      );
-      return { isApproved: first ? (first.approved as boolean) : null, indexedBlock: indexed };
+      return cache.read(`evaluation:${hash}`, () => readEvaluation(hash));
     },
     indexedBlock,
   };
+
+  async function readAuction(hash: string): Promise<AuctionAnswer> {
+    // The cursor first: every row read after it is at least that fresh.
+    const indexed = await indexedBlock();
+    const [created] = await query(
+      `select args, detail from ${SCHEMA}.log
+       where chain_id = $1 and event = 'CreateAuctionEvent' and args->>'fileHash' = $2
+       order by block_number desc, log_index desc limit 1`,
+      [chainId, hash],
+    );
+    const [registered] = await query(
+      `select args->>'from' as proposer from ${SCHEMA}.log
+       where chain_id = $1 and event = 'Register' and args->>'projectHash' = $2
+       order by block_number desc, log_index desc limit 1`,
+      [chainId, hash],
+    );
+    const args = (created?.args ?? null) as Record<string, string> | null;
+    const detail = (created?.detail ?? null) as Record<string, string> | null;
+    let status: AuctionStatus | null = null;
+    if (args) {
+      const [last] = await query(
+        `select event from ${SCHEMA}.log
+         where chain_id = $1 and address = $2 and event in ('AuctionStarted', 'AuctionPaused', 'AuctionFinished')
+         order by block_number desc, log_index desc limit 1`,
+        [chainId, args.auction],
+      );
+      status = last ? (STATUS_OF_EVENT[last.event as string] ?? "Off") : "Off";
+    }
+    return {
+      project: {
+        proposerAddress: detail?.proposer ?? (registered?.proposer as string | undefined) ?? null,
+        tokenAddress: detail?.token ?? null,
+        auctionAddress: args?.auction ?? null,
+        auctionType: args?.auctionType ?? null,
+      },
+      isAuctionCreated: args !== null,
+      isAuctionStarted: status !== null && status !== "Off",
+      auctionStatus: status,
+      indexedBlock: indexed,
+    };
+  }
+
+  async function readEvaluation(hash: string): Promise<EvaluationAnswer> {
+    const indexed = await indexedBlock();
+    // The first evaluation of the current registration: a removal voids the evaluations before it.
+    const [first] = await query(
+      `select (e.args->>'isApproved')::boolean as approved from ${SCHEMA}.log e
+       where e.chain_id = $1 and e.event = 'ProjectEvaluation' and e.args->>'projectHash' = $2
+         and not exists (
+           select 1 from ${SCHEMA}.log r
+           where r.chain_id = e.chain_id and r.event = 'ProjectRemoved' and r.args->>'projectHash' = e.args->>'projectHash'
+             and (r.block_number, r.log_index) > (e.block_number, e.log_index))
+       order by e.block_number, e.log_index limit 1`,
+      [chainId, hash],
+    );
+    return { isApproved: first ? (first.approved as boolean) : null, indexedBlock: indexed };
+  }
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -68,7 +69,7 @@ export const chainIndexerService = (env: Record<string, string>): HarnessService
 export function startHarness(label: string, env: Record<string, string>): Promise<ServiceHarness> {
   return startServiceHarness({
     label: `chain_${label}`,
-    services: [chainIndexerService(env)],
+    services: [chainIndexerService({ REDIS_PREFIX: testRedisPrefix(), ...env })],
     record: ChainEvents,
   });
 }
@@ -171,3 +172,9 @@ export async function setStatus(chain: TestChain, address: string, status: keyof
 }
 
 export { factoryAt, registryAt };
+
+/**
+ * A Redis key prefix of its own for one index (one database): every local anvil is chain 31337, and
+ * two indexes must never share their chain-read cache.
+ */
+export const testRedisPrefix = () => `test:chain:${randomBytes(4).toString("hex")}:`;
