@@ -118,8 +118,12 @@ export function createSignedMessageVerifier(deps: {
    * Which outstanding nonce of the address a bare signature signs as `LOGIN: <nonce>`, if any: the signer
    * is recovered for each (cheap, local); a contract wallet's contract is asked for each, in parallel.
    */
-  async function signedLegacyNonce(address: string, signature: string): Promise<string | undefined> {
-    const live = await nonces.live(address);
+  async function signedLegacyNonce(
+    address: string,
+    signature: string,
+    outstanding: Promise<number[]>,
+  ): Promise<string | undefined> {
+    const live = await outstanding;
     if (live.length === 0) return undefined;
     const own = live.find(
       (n) => recoverSigner(legacyLoginMessage(n), signature)?.toLowerCase() === address.toLowerCase(),
@@ -166,6 +170,10 @@ export function createSignedMessageVerifier(deps: {
       address = recovered;
       recoveredFromText = true;
     }
+    // A bare signature is checked against the outstanding nonces: read them with the limit's count, so
+    // both go to Redis in one write (auto-pipelining); the read is dropped if the limit refuses.
+    const outstanding = signed.kind === "bare" ? nonces.live(address) : undefined;
+    outstanding?.catch(() => undefined);
     const limited = await input.limit(address);
     const refuse = (reason: string) => refusal(purpose, log, reason, address);
     // Login: a refused legacy text is a failed sign-in like any other (counted, 401).
@@ -176,7 +184,7 @@ export function createSignedMessageVerifier(deps: {
         return { address, proof: "legacy", limited };
       case "bare": {
         // Only the nonce the signature matches is consumed; one that matches none consumes nothing.
-        const nonce = await signedLegacyNonce(address, signature);
+        const nonce = await signedLegacyNonce(address, signature, outstanding ?? nonces.live(address));
         if (nonce === undefined) throw refuse("the signature matches no outstanding nonce");
         if (!(await nonces.take(address, nonce))) throw refuse("nonce used by a concurrent attempt");
         return { address, proof: "nonce", nonce, limited };
