@@ -212,6 +212,12 @@ export async function startIpfsNode(options: IpfsNodeOptions): Promise<IpfsNode>
     const offset = query.has("offset") ? Number(query.get("offset")) : undefined;
     const length = query.has("length") ? Number(query.get("length")) : undefined;
     const entry = await exporter(path, blocks);
+    // The exporter stops at a file and hands it back with the rest of the path unresolved; Kubo refuses
+    // a path that goes on below a file.
+    const wanted = path.split("/").filter(Boolean).length;
+    if (entry.path.split("/").filter(Boolean).length !== wanted) {
+      throw new RpcError(500, `no link named "${path.split("/").at(-1)}" under ${entry.cid}`);
+    }
     if (entry.type === "directory") throw new RpcError(500, "this dag node is a directory");
     if (entry.type !== "file" && entry.type !== "raw" && entry.type !== "identity") {
       throw new RpcError(500, `not a file: ${entry.type}`);

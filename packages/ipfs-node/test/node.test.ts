@@ -95,6 +95,10 @@ describe("kubo-rpc-client against the Kubo-RPC stand-in (not Kubo)", () => {
       Buffer.compare(await readAll(ipfs.cat(`/ipfs/${dir.cid}/whitepaper`)), Buffer.from(whitepaper)),
     ).toBe(0);
     expect(Buffer.compare(await readAll(ipfs.cat(`${dir.cid}/image`)), Buffer.from(image))).toBe(0);
+    // A path that goes on below a file, or names no entry, is refused, as Kubo refuses it.
+    const file = entries.find((e) => e.path === "image")!.cid;
+    await expect(readAll(ipfs.cat(`/ipfs/${file}/whitepaper`))).rejects.toThrow(/no link named/);
+    await expect(readAll(ipfs.cat(`/ipfs/${dir.cid}/nothing`))).rejects.toThrow();
     // Only the directory is pinned, as Kubo pins the root of an add.
     const pinned = [];
     for await (const pin of ipfs.pin.ls()) pinned.push(pin.cid.toString());

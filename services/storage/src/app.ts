@@ -80,6 +80,8 @@ export async function startStorageApp(deps: {
   config: StorageConfig;
   log: Logger;
   bus: Bus;
+  /** The reconciliation's clock for its grace periods (tests move it); Date.now by default. */
+  clock?: () => number;
 }): Promise<StorageApp> {
   const { config, log, bus } = deps;
   const ipfs = createKuboIpfs(config.ipfs);
@@ -112,6 +114,8 @@ export async function startStorageApp(deps: {
       content,
       heldContent: (fileHashes, ctx) => bus.call(ProjectsRpc.heldContent, { fileHashes }, ctx),
       graceMs: config.reconcile.graceMs,
+      node: config.reconcile.adoptUnrecorded ? ipfs : undefined,
+      ...(deps.clock ? { clock: deps.clock } : {}),
       log,
     }),
     config.reconcile.intervalMs,

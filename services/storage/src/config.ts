@@ -59,6 +59,11 @@ export const ReconcileEnv = {
     maximum: 604_800_000,
     description: "age since its last upload before live content no project holds counts as an orphan",
   }),
+  ADOPT_UNRECORDED_PINS: Type.Boolean({
+    default: true,
+    description:
+      "record content the node pins without an inventory row (a project's layout, unrecorded for ORPHAN_GRACE_MS) so it is reconciled; false for a node shared with others",
+  }),
 };
 
 export const StorageEnv = {
@@ -86,6 +91,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       startupWaitMs: e.IPFS_STARTUP_WAIT_MS,
     },
     limits: { maxFileBytes: e.MAX_FILE_BYTES, maxImageBytes: e.MAX_IMAGE_BYTES },
-    reconcile: { intervalMs: e.RECONCILE_INTERVAL_MS, graceMs: e.ORPHAN_GRACE_MS },
+    reconcile: {
+      intervalMs: e.RECONCILE_INTERVAL_MS,
+      graceMs: e.ORPHAN_GRACE_MS,
+      adoptUnrecorded: e.ADOPT_UNRECORDED_PINS,
+    },
   });
 }

@@ -29,6 +29,12 @@ export interface ContentService {
    * stays. True when it was removed.
    */
   removeOrphan(fileHash: string, cutoff: Date, reason: string, ctx: TraceContext): Promise<boolean>;
+  /**
+   * Records content the node pins without any live row (an upload whose record failed while the
+   * inventory could not be read, so its pin was left): a live row, uploaded now, that the orphan
+   * reconciliation then judges like any other. False when a live row exists by now.
+   */
+  adopt(cid: string, reason: string, ctx: TraceContext): Promise<boolean>;
   read(fileHash: string): Promise<Uint8Array>;
 }
 
@@ -125,6 +131,17 @@ export function createContentService(deps: {
     remove: (fileHash, reason, ctx) => unpinAndRecord(fileHash, reason, ctx, null),
 
     removeOrphan: (fileHash, cutoff, reason, ctx) => unpinAndRecord(fileHash, reason, ctx, cutoff),
+
+    adopt: (cid, reason, ctx) =>
+      pins.transaction(async (tx) => {
+        const fileHash = fileHashOf(cid);
+        if (await tx.lockLive(fileHash)) return false;
+        // Sizes unknown (the bytes were never seen here): recorded as 0.
+        tx.create({ cid, fileHash, reason, fileBytes: 0, imageBytes: null });
+        await tx.emit(StorageEvents.pinned, { fileHash, cid, reason }, ctx);
+        await tx.save();
+        return true;
+      }),
 
     async read(fileHash) {
       return ipfs.cat(`/ipfs/${cidOfFileHash(fileHash)}/whitepaper`, limits.maxFileBytes);

@@ -31,6 +31,10 @@ export interface Ipfs {
   pin(cid: CID): Promise<void>;
   /** Unpins the CID; false when it was not pinned (Kubo: "not pinned or pinned indirectly"). */
   unpin(cid: CID): Promise<boolean>;
+  /** The CIDs the node pins recursively (`pin ls --type=recursive`), as strings. */
+  recursivePins(): Promise<string[]>;
+  /** Whether the CID is a directory with a `whitepaper` entry: the shape of a project's content. */
+  isProjectContent(cid: CID): Promise<boolean>;
 }
 
 /** A kubo-rpc-client or fetch failure as the platform's error: down 503, slow 504, missing 404. */
@@ -111,6 +115,31 @@ export function createKuboIpfs(options: { url: string; timeoutMs: number; readTi
       guard(async () => {
         await client.pin.add(cid, { recursive: true, ...deadline(options.timeoutMs) });
       }),
+
+    recursivePins: () =>
+      guard(async () => {
+        const cids: string[] = [];
+        for await (const pin of client.pin.ls({ type: "recursive", ...deadline(options.timeoutMs) })) {
+          cids.push(pin.cid.toString());
+        }
+        return cids;
+      }),
+
+    async isProjectContent(cid) {
+      try {
+        // One byte of `<cid>/whitepaper`: the node answers it, or refuses the path (no such link, not a
+        // directory, a directory there); only a node that is down or slow is an error.
+        const bytes = client.cat(`/ipfs/${cid}/whitepaper`, {
+          length: 1,
+          ...deadline(options.readTimeoutMs),
+        });
+        for await (const _ of bytes) break;
+        return true;
+      } catch (error) {
+        if ((error as { name?: string } | null)?.name === "HTTPError") return false;
+        throw translateIpfsError(error);
+      }
+    },
 
     unpin: (cid) =>
       guard(async () => {

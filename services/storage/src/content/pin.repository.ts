@@ -21,6 +21,8 @@ export interface PinRepository {
   findLive(fileHash: string): Promise<Pin | null>;
   /** Every row of this content, newest first. */
   history(fileHash: string): Promise<Pin[]>;
+  /** Which of these contents have a live row. */
+  liveAmong(fileHashes: string[]): Promise<Set<string>>;
   /** Live rows last uploaded before `cutoff`, with an id above `afterId`, by id, at most `limit`. */
   liveUploadedBefore(cutoff: Date, afterId: number, limit: number): Promise<Pin[]>;
   /**
@@ -69,6 +71,15 @@ export function createPinRepository(
     transaction: (work) => inTransaction(em(), (tx) => work(txOf(tx))),
     findLive: (fileHash) => em().findOne(Pin, { fileHash, unpinnedAt: null }),
     history: (fileHash) => em().find(Pin, { fileHash }, { orderBy: { id: "desc" } }),
+    async liveAmong(fileHashes) {
+      if (fileHashes.length === 0) return new Set();
+      const rows = await em().find(
+        Pin,
+        { fileHash: { $in: fileHashes }, unpinnedAt: null },
+        { fields: ["fileHash"] },
+      );
+      return new Set(rows.map((row) => row.fileHash));
+    },
     liveUploadedBefore: (cutoff, afterId, limit) =>
       em().find(
         Pin,

@@ -32,7 +32,11 @@ export interface Harness extends ServiceHarness {
 export const REAL_KUBO_URL = process.env.IPFS_API_URL;
 
 /** The storage service on a node: the stand-in by default (a temporary data dir), or `IPFS_API_URL`'s Kubo. */
-export function storageOn(node: { url: string }, env: Record<string, string> = {}): HarnessService {
+export function storageOn(
+  node: { url: string },
+  env: Record<string, string> = {},
+  clock?: () => number,
+): HarnessService {
   return {
     name: "storage",
     start: ({ env: base, log, bus }) =>
@@ -48,17 +52,22 @@ export function storageOn(node: { url: string }, env: Record<string, string> = {
         }),
         log,
         bus,
+        ...(clock ? { clock } : {}),
       }),
   };
 }
 
-export async function startHarness(label: string, env: Record<string, string> = {}): Promise<Harness> {
+export async function startHarness(
+  label: string,
+  env: Record<string, string> = {},
+  clock?: () => number,
+): Promise<Harness> {
   const dataDir = mkdtempSync(join(tmpdir(), "storage-ipfs-"));
   const node = REAL_KUBO_URL ? null : await startIpfsNode({ dataDir });
   const ipfsUrl = REAL_KUBO_URL ?? (node as IpfsNode).url;
   const h = await startServiceHarness({
     label: `storage_${label}`,
-    services: [storageOn({ url: ipfsUrl }, env)],
+    services: [storageOn({ url: ipfsUrl }, env, clock)],
     record: StorageEvents,
   });
   return {
