@@ -5,15 +5,14 @@
  *
  *   pnpm bench:cost [-- --requests 20000 --connections 64 --profile .local/profiles]
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createTestVhost } from "@fundraise/bus/testing";
 import { createTestDatabase } from "@fundraise/service-kit/testing";
 import autocannon from "autocannon";
-import { freePort, stopProcess } from "../scripts/lib/processes.ts";
+import { freePort } from "../scripts/lib/processes.ts";
 import { cpuPerOperation, pidsOf, printCpuTable } from "./lib/cpu.ts";
+import { benchProcesses, ready } from "./lib/services.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((a) => a !== "--"),
@@ -26,29 +25,10 @@ const { values } = parseArgs({
 });
 const requests = Number(values.requests);
 const connections = Number(values.connections);
-const root = join(import.meta.dirname, "..");
 const LOAD = "load (autocannon)";
 
-const children: ChildProcess[] = [];
-function run(script: string, env: Record<string, string>): ChildProcess {
-  const profile = values.profile ? ["--cpu-prof", `--cpu-prof-dir=${values.profile}`] : [];
-  const child = spawn(process.execPath, [...profile, "--import", "tsx", script], {
-    cwd: root,
-    env: { ...process.env, LOG_LEVEL: "warn", ...env },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  children.push(child);
-  return child;
-}
-
-async function ready(url: string): Promise<void> {
-  const until = Date.now() + 60_000;
-  while (Date.now() < until) {
-    if ((await fetch(url).catch(() => undefined))?.ok) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${url} did not answer 200 within 60 s`);
-}
+const processes = benchProcesses(values.profile ? ["--cpu-prof", `--cpu-prof-dir=${values.profile}`] : []);
+const run = processes.run;
 
 const [db, vhost] = await Promise.all([createTestDatabase("bench"), createTestVhost("bench")]);
 try {
@@ -79,7 +59,7 @@ try {
   });
   await measure("in-process", direct, { "fastify + pg": () => [inProcess.pid as number], ...infrastructure });
 } finally {
-  await Promise.all(children.map((child) => stopProcess(child)));
+  await processes.stopAll();
   await Promise.all([db.dispose(), vhost.dispose()]);
 }
 

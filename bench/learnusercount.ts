@@ -5,14 +5,13 @@
  *
  *   pnpm bench [-- --connections 64 --duration 10]
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createTestVhost } from "@fundraise/bus/testing";
 import { createTestDatabase } from "@fundraise/service-kit/testing";
 import autocannon from "autocannon";
-import { freePort, stopProcess } from "../scripts/lib/processes.ts";
+import { freePort } from "../scripts/lib/processes.ts";
+import { benchProcesses, ready } from "./lib/services.ts";
 
 const { values } = parseArgs({
   // `pnpm bench -- --x` passes the `--` through.
@@ -21,28 +20,9 @@ const { values } = parseArgs({
 });
 const connections = Number(values.connections);
 const duration = Number(values.duration);
-const root = join(import.meta.dirname, "..");
 
-const children: ChildProcess[] = [];
-function run(script: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", script], {
-    cwd: root,
-    env: { ...process.env, LOG_LEVEL: "warn", ...env },
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  children.push(child);
-  return child;
-}
-
-async function ready(url: string): Promise<void> {
-  const until = Date.now() + 60_000;
-  while (Date.now() < until) {
-    const res = await fetch(url).catch(() => undefined);
-    if (res?.ok) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${url} did not answer 200 within 60 s`);
-}
+const processes = benchProcesses([]);
+const run = processes.run;
 
 async function load(url: string) {
   // A short warm-up first: JIT, connection pools and broker channels settle before measuring.
@@ -84,6 +64,6 @@ try {
       `p50 ${(a.p50 / b.p50).toFixed(2)}×, p99 ${(a.p99 / b.p99).toFixed(2)}×`,
   );
 } finally {
-  await Promise.all(children.map((child) => stopProcess(child)));
+  await processes.stopAll();
   await Promise.all([db.dispose(), vhost.dispose()]);
 }

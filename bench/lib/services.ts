@@ -1,0 +1,33 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { stopProcess } from "../../scripts/lib/processes.ts";
+
+const root = join(import.meta.dirname, "..", "..");
+
+/** The processes a benchmark starts (services, baselines), stopped together at the end. */
+export function benchProcesses(nodeFlags: string[] = []) {
+  const children: ChildProcess[] = [];
+  return {
+    /** Runs a TypeScript entry point of the workspace with tsx, its logs at warn. */
+    run(script: string, env: Record<string, string>): ChildProcess {
+      const child = spawn(process.execPath, [...nodeFlags, "--import", "tsx", script], {
+        cwd: root,
+        env: { ...process.env, LOG_LEVEL: "warn", ...env },
+        stdio: ["ignore", "ignore", "inherit"],
+      });
+      children.push(child);
+      return child;
+    },
+    stopAll: () => Promise.all(children.map((child) => stopProcess(child))),
+  };
+}
+
+/** Waits (up to 60 s) until `url` answers 200. */
+export async function ready(url: string): Promise<void> {
+  const until = Date.now() + 60_000;
+  while (Date.now() < until) {
+    if ((await fetch(url).catch(() => undefined))?.ok) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} did not answer 200 within 60 s`);
+}
