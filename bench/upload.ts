@@ -6,7 +6,9 @@
  * 1. a 10 MiB Add through the gateway end to end (POST /Project/Add, the file as hex, a signed-in Base
  *    user) against a direct `add` of the same bytes to the same node with kubo-rpc-client and Kubo's
  *    default options, as the storage service adds (one directory holding `whitepaper`): medians, ratio;
- * 2. the peak RSS of the gateway and storage processes during those uploads (VmHWM, reset before them);
+ * 2. the CPU time each process of the path spends per Add (from /proc; this process, holding the client
+ *    and the IPFS stand-in, beside them), and the peak RSS of the gateway and storage processes during
+ *    those uploads (VmHWM, reset before them);
  * 3. anonymous `GET /Project/Get/All` with 1,000 visible projects (rows written straight into the
  *    projects schema: their content is never read, withHex being false) beside `GET /user/learnusercount`,
  *    in req/s, with autocannon.
@@ -24,6 +26,7 @@ import autocannon from "autocannon";
 import { Wallet } from "ethers";
 import pg from "pg";
 import { createKuboIpfs } from "../services/storage/src/content/ipfs.ts";
+import { cpuMs, pidsOf } from "./lib/cpu.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((a) => a !== "--"),
@@ -145,6 +148,20 @@ try {
   const ipfs = createKuboIpfs({ url: sys.ipfsUrl as string, timeoutMs: 120_000, readTimeoutMs: 120_000 });
   const pids = { gateway: servicePid("gateway"), storage: servicePid("storage") };
 
+  // CPU per Add of each process on the path (read around the request only, like the clock).
+  const cpuOf = {
+    "client+IPFS (this)": [process.pid],
+    gateway: [pids.gateway],
+    storage: [pids.storage],
+    projects: [servicePid("projects")],
+    RabbitMQ: pidsOf("beam.smp"),
+  };
+  const addCpuMs: Record<string, number[]> = Object.fromEntries(Object.keys(cpuOf).map((name) => [name, []]));
+  const cpuNow = () =>
+    Object.fromEntries(
+      Object.entries(cpuOf).map(([name, list]) => [name, list.reduce((t, p) => t + cpuMs(p), 0)]),
+    );
+
   let added = 0;
   async function viaGateway(file: Buffer): Promise<number> {
     // The JSON is built before the clock starts: the client's own encoding is not the system's time.
@@ -153,9 +170,12 @@ try {
       projectDescription: "bench",
       fileHex: file.toString("hex"),
     });
+    const cpu0 = cpuNow();
     const t0 = performance.now();
     const res = await post("/Project/Add", body, token);
     const ms = performance.now() - t0;
+    const cpu1 = cpuNow();
+    for (const name of Object.keys(cpu0)) addCpuMs[name]?.push((cpu1[name] ?? 0) - (cpu0[name] ?? 0));
     if (res.status !== 201) throw new Error(`Add: ${res.status} ${res.body.message}`);
     return ms;
   }
@@ -170,6 +190,7 @@ try {
   const warm = randomBytes(PAYLOAD);
   await viaGateway(warm);
   await direct(warm);
+  for (const list of Object.values(addCpuMs)) list.length = 0; // the warm-up's
   const idle = { gateway: memoryOf(pids.gateway).rss, storage: memoryOf(pids.storage).rss };
   const reset = resetPeak(pids.gateway) && resetPeak(pids.storage);
   const gatewayMs: number[] = [];
@@ -212,6 +233,11 @@ try {
     `direct add to the same IPFS node         median ${median(directMs).toFixed(0).padStart(6)} ms   (${fmt(directMs)})`,
   );
   console.log(`ratio (gateway / direct)                 ${ratio.toFixed(2)}×   (goal ≤ 1.5×)`);
+  console.log(
+    `\nCPU per Add (median ms): ${Object.entries(addCpuMs)
+      .map(([name, list]) => `${name} ${median(list).toFixed(0)}`)
+      .join(", ")}`,
+  );
   console.log(
     `\npeak RSS during the uploads${reset ? "" : " (VmHWM could not be reset: peak since start-up)"}\n`,
   );

@@ -118,6 +118,13 @@ export interface System extends RunningSystem {
   mailbox: Mailbox & { raw(to: string, timeoutMs?: number): Promise<Buffer> };
   /** The process id of each service (benchmarks read their CPU time). */
   pids: Record<string, number>;
+  /**
+   * Starts one more instance of a service (another replica, or one in place of a killed one), with
+   * `env` added to the system's; resolves with its process id once it says it serves.
+   */
+  startService(name: string, env?: Record<string, string>): Promise<number>;
+  /** Stops the IPFS stand-in under the running services, or starts it again (same port and data). */
+  ipfsNode: { stop(): Promise<void>; start(): Promise<void> } | undefined;
   output(): string;
   stop(): Promise<void>;
 }
@@ -132,11 +139,16 @@ async function startIpfs(wanted: boolean, stateDir: string): Promise<IpfsNode | 
 }
 
 export async function startSystem(
-  options: { services?: string[]; env?: Record<string, string> } = {},
+  options: {
+    services?: string[];
+    env?: Record<string, string>;
+    /** Variables of one service only (a health port of its own, say), by service name. */
+    serviceEnv?: Record<string, Record<string, string>>;
+  } = {},
 ): Promise<System> {
   const services = options.services ?? ALL_SERVICES;
   const stateDir = mkdtempSync(join(tmpdir(), "fundraise-e2e-"));
-  const [db, vhost, anvil, smtp, port, ipfs] = await Promise.all([
+  const [db, vhost, anvil, smtp, port, firstIpfs] = await Promise.all([
     createTestDatabase("e2e"),
     createTestVhost("e2e"),
     startAnvil(),
@@ -144,6 +156,7 @@ export async function startSystem(
     freePort(),
     startIpfs(services.includes("storage"), stateDir),
   ]);
+  let ipfs = firstIpfs;
   const { deployment } = await deployFresh(anvil.url);
   const deploymentFile = join(stateDir, "deployment.json");
   writeDeployment(deploymentFile, deployment);
@@ -170,14 +183,14 @@ export async function startSystem(
   let output = "";
   // Services that said they serve (runService's "ready" over the IPC channel).
   const serving = new Set<string>();
-  const children: ChildProcess[] = services.map((name) => {
+  const spawnService = (name: string, extraEnv: Record<string, string> = {}) => {
     // SERVICE_NODE_FLAGS adds Node flags to every service, e.g. `--cpu-prof --cpu-prof-dir=.local/prof`
     // to profile a benchmark (NODE_OPTIONS refuses --cpu-prof).
     const flags = (process.env.SERVICE_NODE_FLAGS ?? "").split(" ").filter(Boolean);
     const main = join("services", name, "src", "main.ts");
     const child = spawn(process.execPath, [...flags, "--import", "tsx", main], {
       cwd: root,
-      env,
+      env: { ...env, ...options.serviceEnv?.[name], ...extraEnv },
       stdio: ["ignore", "pipe", "pipe", "ipc"],
     });
     child.on("message", (message: { type?: unknown }) => {
@@ -186,7 +199,8 @@ export async function startSystem(
     child.stdout?.on("data", (c) => (output += c));
     child.stderr?.on("data", (c) => (output += c));
     return child;
-  });
+  };
+  const children: ChildProcess[] = services.map((name) => spawnService(name));
   const stop = async () => {
     await Promise.all(children.map((child) => stopProcess(child)));
     await Promise.all([smtp.stop(), anvil.stop(), ipfs?.stop()]);
@@ -252,6 +266,25 @@ export async function startSystem(
     redisPrefix,
     ...(ipfs ? { ipfsUrl: ipfs.url } : {}),
     pids: Object.fromEntries(services.map((name, i) => [name, children[i]?.pid ?? 0])),
+    startService(name, extraEnv) {
+      const child = spawnService(name, extraEnv);
+      children.push(child);
+      return new Promise((resolve, reject) => {
+        child.on("message", (message: { type?: unknown }) => {
+          if (message?.type === "ready") resolve(child.pid ?? 0);
+        });
+        child.once("exit", (code) =>
+          reject(new Error(`${name} exited (${code}) before it served:\n${output}`)),
+        );
+      });
+    },
+    ipfsNode: ipfs && {
+      stop: async () => ipfs?.stop(),
+      async start() {
+        const { port: ipfsPort } = ipfs as IpfsNode;
+        ipfs = await startIpfsNode({ dataDir: join(stateDir, "ipfs"), host: "127.0.0.1", port: ipfsPort });
+      },
+    },
     output: () => output,
     stop,
   };

@@ -62,6 +62,14 @@ export {
   retryDelays,
 } from "./retry.ts";
 export type { SqlClient, SqlExecutor, SqlPool } from "./sql.ts";
+export { abortStream, callInstance, finishStream, instanceRpc, streamInterrupted } from "./stream.ts";
+export {
+  type StreamServer,
+  type StreamServerOptions,
+  type StreamSink,
+  serveStream,
+} from "./stream-server.ts";
+export { StreamWriter, type StreamWriterOptions } from "./stream-writer.ts";
 export {
   deadLetterQueueOf,
   Exchanges,

@@ -47,5 +47,7 @@ export const ErrorCode = {
   DB_UNAVAILABLE: "DB_UNAVAILABLE",
   CHAIN_UNAVAILABLE: "CHAIN_UNAVAILABLE",
   IPFS_UNAVAILABLE: "IPFS_UNAVAILABLE",
+  /** A stream (an upload) whose receiving instance stopped, or that it dropped (abandoned, expired). */
+  STREAM_INTERRUPTED: "STREAM_INTERRUPTED",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -1,7 +1,6 @@
 import Type from "typebox";
 import {
   AuctionStatus,
-  Bytes,
   Caller,
   DateTime,
   FileHash,
@@ -12,6 +11,7 @@ import {
   ProjectStatus,
 } from "./common.ts";
 import { defineEvent, defineRpc } from "./message.ts";
+import { ContentStream } from "./storage.ts";
 
 /** A project as returned (ProjectDTO), with the chain-derived flags the platform adds. */
 export const ProjectDto = Type.Object(
@@ -82,16 +82,17 @@ export const Rating = Type.Object(
 );
 
 /**
- * What the projects service receives for Add and Update: the fields of a ProjectRequest, with the
- * file and image already decoded from hex by the gateway, so they travel as bytes.
+ * What the projects service receives for Add and Update: the fields of a ProjectRequest, with the file
+ * and image decoded from hex by the gateway and streamed, as bytes, to a storage instance while the body
+ * arrived (`StorageUpload`); the write finishes that upload once it accepted the rest, or refuses it.
  */
 export const ProjectWrite = Type.Object({
   projectID: Type.Optional(Type.Integer()),
   projectName: Type.String({ minLength: 1, maxLength: 200 }),
   projectDescription: Nullable(Type.String({ maxLength: 20_000 })),
   markDown: Nullable(Type.String()),
-  file: Nullable(Bytes),
-  image: Nullable(Bytes),
+  /** The file (and image) streamed for this write; null when the request sent neither. */
+  content: Nullable(ContentStream),
 });
 
 const ProjectList = Type.Array(ProjectDto);

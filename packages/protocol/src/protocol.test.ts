@@ -7,6 +7,7 @@ import {
   HTTP_STATUS_OF_KIND,
   isAppError,
   ProjectsRpc,
+  StorageUpload,
   toAppError,
   UserDto,
   UsersRpc,
@@ -57,7 +58,11 @@ describe("descriptors", () => {
     expect(v.issues({ caller, id: "1" }).map((i) => i.path)).toEqual(expect.arrayContaining(["/id"]));
   });
 
-  it("carry bytes as bytes", () => {
+  it("carry bytes as bytes: an upload's parts; a project write names the upload", () => {
+    const part = validatorOf(StorageUpload.part.request);
+    const bytes = { streamId: "ab".repeat(16), seq: 0, entry: "whitepaper" };
+    expect(part.check({ ...bytes, bytes: new Uint8Array([1, 2]) })).toBe(true);
+    expect(part.check({ ...bytes, bytes: "0102" })).toBe(false);
     const v = validatorOf(ProjectsRpc.add.request);
     const caller = {
       userId: 1,
@@ -65,9 +70,13 @@ describe("descriptors", () => {
       address: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
       role: "Base",
     };
-    const project = { projectName: "P", projectDescription: null, markDown: null, image: null };
-    expect(v.check({ caller, project: { ...project, file: new Uint8Array([1, 2]) } })).toBe(true);
-    expect(v.check({ caller, project: { ...project, file: "0102" } })).toBe(false);
+    const project = { projectName: "P", projectDescription: null, markDown: null };
+    const stream = { streamId: "ab".repeat(16), instance: "cd".repeat(8), parts: 1 };
+    expect(v.check({ caller, project: { ...project, content: { stream, file: true, image: false } } })).toBe(
+      true,
+    );
+    expect(v.check({ caller, project: { ...project, content: null } })).toBe(true);
+    expect(v.check({ caller, project: { ...project, file: new Uint8Array([1, 2]) } })).toBe(false);
   });
 
   it("write records with the wire names of the existing client", () => {

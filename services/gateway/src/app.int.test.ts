@@ -1,4 +1,12 @@
-import { AuthRpc, ChainRpc, ErrorCode, errors, ProjectsRpc, UsersRpc } from "@fundraise/protocol";
+import {
+  AuthRpc,
+  ChainRpc,
+  type ContentStream,
+  ErrorCode,
+  errors,
+  ProjectsRpc,
+  UsersRpc,
+} from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "./test/harness.ts";
 
@@ -78,7 +86,7 @@ describe("wire format", () => {
     expect(seen.invite).toEqual({ projectID: 5, username: "bob", role: "Co-Owner" });
   });
 
-  it("decodes the project file from hex at the edge and maps a conflict to 409", async () => {
+  it("decodes the project file from hex at the edge, streams it to storage, and maps a conflict to 409", async () => {
     const token = await h.signer.sign({ userId: 3, role: "Base" });
     const res = await h.app.inject({
       method: "POST",
@@ -89,8 +97,10 @@ describe("wire format", () => {
     expect(res.statusCode).toBe(409);
     expect(res.headers["x-error-code"]).toBe("PROJECT_NAME_TAKEN");
     expect(res.json()).toEqual({ data: null, success: false, message: "A project with this name exists." });
-    const add = seen.add as { file: Uint8Array };
-    expect(Buffer.from(add.file).toString()).toBe("hello");
+    const { content } = seen.add as { content: ContentStream };
+    expect(h.uploads.of(content)?.entries.whitepaper?.toString()).toBe("hello");
+    // The write was refused: its upload is dropped, nothing of it stays.
+    await expect.poll(() => h.uploads.of(content)?.outcome).toBe("aborted");
   });
 });
 

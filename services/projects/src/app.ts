@@ -1,5 +1,5 @@
-import type { Bus } from "@fundraise/bus";
-import { ChainRpc, StorageRpc, UsersRpc } from "@fundraise/protocol";
+import { type Bus, finishStream } from "@fundraise/bus";
+import { ChainRpc, StorageRpc, StorageUpload, UsersRpc } from "@fundraise/protocol";
 import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { createDirectChainRead } from "./chain/direct-read.ts";
 import { withDirectFallback } from "./chain/fallback.ts";
@@ -37,7 +37,7 @@ export async function startProjectsApp(deps: {
   };
   try {
     const content: ContentStore = {
-      upload: (input, ctx) => bus.call(StorageRpc.upload, input, ctx),
+      store: (content, reason, ctx) => finishStream(bus, StorageUpload, content.stream, { reason }, ctx),
       // Clean-up runs after the answer too: the request id and trace pass on, the caller's deadline does not.
       remove: (fileHash, reason, ctx) =>
         bus.call(

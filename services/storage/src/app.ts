@@ -1,6 +1,6 @@
-import type { Bus } from "@fundraise/bus";
+import type { Bus, StreamServer } from "@fundraise/bus";
 import { isAppError, ProjectsRpc } from "@fundraise/protocol";
-import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import { type Logger, metricLines, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import type { StorageConfig } from "./config.ts";
 import { createContentService } from "./content/content.service.ts";
 import { createKuboIpfs, type Ipfs } from "./content/ipfs.ts";
@@ -9,6 +9,7 @@ import { createPinRepository, STORAGE_SCHEMA } from "./content/pin.repository.ts
 import { createReconciler, type ReconcileRound, type Reconciler } from "./content/reconcile.ts";
 import { migrations } from "./db/migrations/index.ts";
 import { serveStorageRpc } from "./rpc/index.ts";
+import { UploadSession } from "./upload/upload-session.ts";
 
 /**
  * Waits for the IPFS API (up to `waitMs`) and checks its import settings: a node that does not hash
@@ -32,6 +33,8 @@ export async function checkIpfs(ipfs: Ipfs, waitMs: number, log: Logger): Promis
 /** The started storage service; `reconcile` runs one orphan reconciliation round now (tests, operators). */
 export interface StorageApp extends ServiceApp {
   reconcile(): Promise<ReconcileRound>;
+  /** Uploads receiving parts on this instance now. */
+  openUploads(): number;
 }
 
 /**
@@ -102,8 +105,13 @@ export async function startStorageApp(deps: {
     limits: config.limits,
     graceMs: config.reconcile.graceMs,
   });
+  let uploads: StreamServer;
   try {
-    await serveStorageRpc(bus, content);
+    uploads = await serveStorageRpc(bus, content, {
+      newSession: () =>
+        new UploadSession({ ipfs, content, limits: config.limits, ipfsTimeoutMs: config.ipfs.timeoutMs }),
+      idleMs: config.uploads.idleMs,
+    });
   } catch (error) {
     await stop();
     throw error;
@@ -121,13 +129,21 @@ export async function startStorageApp(deps: {
     config.reconcile.intervalMs,
     log,
   );
-  log.info({ reconcile: config.reconcile }, "storage service ready");
+  log.info({ reconcile: config.reconcile, instance: uploads.instance }, "storage service ready");
   return {
     outbox,
     reconcile: () => reconciliation.now(),
-    // The timer's rounds are work that does not come over the bus: they stop with the intake.
-    closeIntake: () => reconciliation.stop(),
+    openUploads: () => uploads.open,
+    // The timer's rounds are work that does not come over the bus: they stop with the intake. So do open
+    // uploads: once this instance stops consuming, their next parts cannot arrive.
+    async closeIntake() {
+      uploads.close();
+      await reconciliation.stop();
+    },
+    metrics: () =>
+      metricLines("storage_uploads_open", "gauge", "Uploads receiving parts on this instance.", uploads.open),
     async stop() {
+      uploads.close();
       await reconciliation.stop();
       await stop();
     },

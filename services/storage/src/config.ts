@@ -42,6 +42,17 @@ export const IpfsEnv = {
   }),
 };
 
+/** Uploads streamed in parts (upload/upload-session.ts). */
+export const UploadEnv = {
+  UPLOAD_IDLE_MS: Type.Integer({
+    default: 30_000,
+    minimum: 100,
+    maximum: 600_000,
+    description:
+      "an upload that receives no part for this long is dropped (its sender stopped): its add is cancelled, nothing is pinned",
+  }),
+};
+
 /** The orphan reconciliation (content/reconcile.ts). */
 export const ReconcileEnv = {
   RECONCILE_INTERVAL_MS: Type.Integer({
@@ -72,6 +83,7 @@ export const StorageEnv = {
   ...LogEnv,
   ...HealthEnv,
   ...IpfsEnv,
+  ...UploadEnv,
   ...ReconcileEnv,
 };
 
@@ -91,6 +103,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       startupWaitMs: e.IPFS_STARTUP_WAIT_MS,
     },
     limits: { maxFileBytes: e.MAX_FILE_BYTES, maxImageBytes: e.MAX_IMAGE_BYTES },
+    uploads: { idleMs: e.UPLOAD_IDLE_MS },
     reconcile: {
       intervalMs: e.RECONCILE_INTERVAL_MS,
       graceMs: e.ORPHAN_GRACE_MS,

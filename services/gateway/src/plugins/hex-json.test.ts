@@ -4,18 +4,51 @@ import { HexJsonScanner } from "./hex-json.ts";
 
 const KEYS = new Set(["filehex", "imageurl"]);
 
-/** Scans `json` in chunks of `size` bytes (1: byte by byte) and parses what remains. */
-function scan(json: string, size = 7) {
+/** What a value's sink heard: its parts, and how the value ended. */
+interface Heard {
+  parts: Buffer[];
+  outcome: "open" | "ended" | "failed";
+}
+
+/**
+ * Scans `json` in chunks of `size` bytes (1: byte by byte), the decoded values going out in parts of
+ * `partBytes`, and parses what remains.
+ */
+function scan(json: string, size = 7, partBytes = 1000) {
   const bytes = Buffer.from(json, "utf8");
-  const scanner = new HexJsonScanner(KEYS, bytes.length);
+  const sinks = new Map<string, Heard>();
+  const scanner = new HexJsonScanner(
+    KEYS,
+    (key) => {
+      const heard: Heard = { parts: [], outcome: "open" };
+      sinks.set(key, heard);
+      return {
+        write: (part) => heard.parts.push(Buffer.from(part)),
+        end: () => {
+          heard.outcome = "ended";
+        },
+        fail: () => {
+          heard.outcome = "failed";
+        },
+      };
+    },
+    partBytes,
+  );
   for (let i = 0; i < bytes.length; i += size) scanner.write(bytes.subarray(i, i + size));
   const { text, values } = scanner.end();
   const body = JSON.parse(text) as Record<string, unknown>;
+  /** The hex of what a field's sink received, once the value ended whole. */
   const bytesOf = (field: string) => {
     const taken = values.take(body[field] as string);
-    return taken && "bytes" in taken ? Buffer.from(taken.bytes).toString("hex") : taken;
+    if (!taken || "invalid" in taken) return taken;
+    const heard = sinks.get(field.toLowerCase());
+    expect(heard?.outcome).toBe("ended");
+    expect(heard?.parts.every((part) => part.length <= partBytes)).toBe(true);
+    const all = Buffer.concat(heard?.parts ?? []);
+    expect(all.length).toBe(taken.streamed);
+    return all.toString("hex");
   };
-  return { body, bytesOf, values };
+  return { body, bytesOf, values, sinks };
 }
 
 describe("HexJsonScanner: hex body fields decoded as the body arrives", () => {
@@ -47,19 +80,38 @@ describe("HexJsonScanner: hex body fields decoded as the body arrives", () => {
     expect(scan('{"fileHex":"ab\\u0030c"}', 1).body).toEqual({ fileHex: "ab0c" });
   });
 
-  it("marks long non-hex, odd-length and escaped long values invalid", () => {
+  it("marks long non-hex, odd-length and escaped long values invalid; a sink that had parts hears it", () => {
     const long = "ab".repeat(1000);
     for (const value of [`${long}zz`, `${long}a`, `${long}\\u0061b`, `${long}\\"`]) {
-      const { bytesOf } = scan(`{"fileHex":"${value}","projectName":"x"}`, 5);
+      const { bytesOf, sinks } = scan(`{"fileHex":"${value}","projectName":"x"}`, 5, 300);
       expect(bytesOf("fileHex"), value.slice(-6)).toEqual({ invalid: true });
+      expect(sinks.get("filehex")?.outcome).toBe("failed");
     }
+  });
+
+  it("sends a value's bytes as soon as a part is full, before the value ends", () => {
+    const sent: number[] = [];
+    const scanner = new HexJsonScanner(
+      KEYS,
+      () => ({
+        write: (part) => sent.push(part.length),
+        end: () => undefined,
+        fail: () => undefined,
+      }),
+      100,
+    );
+    scanner.write(Buffer.from(`{"fileHex":"${"ab".repeat(250)}`));
+    expect(sent).toEqual([100, 100]);
+    scanner.write(Buffer.from(`${"cd".repeat(10)}"}`));
+    expect(sent).toEqual([100, 100, 60]);
+    expect(JSON.parse(scanner.end().text)).toEqual({ fileHex: expect.stringContaining("hex:") });
   });
 
   it("leaves anything that is not a top-level object to the JSON parser", () => {
     for (const json of ['["ab"]', '"abcd"', "42", "{}", '{"fileHex":1}', '{"fileHex":null}']) {
       expect(scan(json, 2).body).toEqual(JSON.parse(json));
     }
-    const scanner = new HexJsonScanner(KEYS, 10);
+    const scanner = new HexJsonScanner(KEYS, () => ({ write() {}, end() {}, fail() {} }));
     scanner.write(Buffer.from('{"fileHex":"ab'));
     expect(() => JSON.parse(scanner.end().text)).toThrow(SyntaxError); // unterminated: refused as JSON
   });

@@ -2,20 +2,34 @@ import { randomBytes } from "node:crypto";
 
 /**
  * A JSON body read as it arrives, with the top-level string values of some keys (`fileHex`, `imageUrl`,
- * any case) decoded from hex straight into bytes. A 10 MB file arrives as 20 MB of hex: read whole, it was
- * held as the raw body, as a string, as the parsed string and then as bytes, all at once. Here the hex
- * never becomes a string: each chunk is decoded and let go, and what remains of the body (names,
- * descriptions) is parsed as JSON as usual, with each decoded value replaced by a placeholder string that
- * `HexValues.take` turns back into the bytes.
+ * any case) decoded from hex into bytes on the way. A 10 MB file arrives as 20 MB of hex: the hex never
+ * becomes a string, and the decoded bytes are not kept either: they leave in parts of `partBytes` for the
+ * value's sink (the upload to storage) as soon as a part is full, so the body's memory is bounded by a
+ * part, whatever the file's size. What remains of the body (names, descriptions) is parsed as JSON as
+ * usual, with each decoded value replaced by a placeholder string that `HexValues.take` turns into what
+ * became of it.
  *
- * A value of such a key that is not whole hex bytes is kept as the string it is when short (the web
- * client sends `imageUrl` back as an IPFS path, meaning "keep the image") and marked invalid when long.
- * Anything else about the JSON (syntax, nesting) is left to the JSON parser: only top-level values are
- * decoded, and only while the scanner is sure of where it is.
+ * A value of such a key that is not whole hex bytes is kept as the string it is when short, nothing of it
+ * written (the web client sends `imageUrl` back as an IPFS path, meaning "keep the image"), and marked
+ * invalid when long; either way a sink it had hears `fail`. Anything else about the JSON (syntax,
+ * nesting) is left to the JSON parser: only top-level values are decoded, and only while the scanner is
+ * sure of where it is.
  */
 
-/** What a decoded field held: its bytes, or a note that it was no hex of whole bytes. */
-export type HexValue = { bytes: Uint8Array } | { invalid: true };
+/** Where a decoded value's bytes go. */
+export interface HexSink {
+  /** The next part of the value's bytes (at most `partBytes`), the buffer handed over. */
+  write(bytes: Uint8Array): void;
+  /** The value ended as whole hex bytes. */
+  end(): void;
+  /** The value turned out not to be whole hex bytes after its sink was asked for. */
+  fail(): void;
+}
+
+/** What became of a decoded field: its bytes went to its sink (`streamed` of them), or it was no hex. */
+export type HexValue = { streamed: number } | { invalid: true };
+
+export const HEX_PART_BYTES = 256 * 1024;
 
 const NIBBLE = new Int8Array(256).fill(-1);
 for (let i = 0; i < 10; i++) NIBBLE[0x30 + i] = i;
@@ -58,10 +72,13 @@ export class HexJsonScanner {
   private depth = 0;
   private key: number[] = [];
   private inKey = false;
-  // The hex value being decoded.
+  // The hex value being decoded: the part being filled, and what was written before it.
   private hex: {
+    key: string;
     out: Buffer;
     length: number;
+    written: number;
+    sink: HexSink | undefined;
     high: number;
     raw: number[] | null;
     bad: boolean;
@@ -69,10 +86,15 @@ export class HexJsonScanner {
   } | null = null;
   private count = 0;
 
-  /** `keys`: lower-case names whose top-level string values are hex; `sizeHint`: the body's length. */
+  /**
+   * `keys`: lower-case names whose top-level string values are hex; `sinkOf`: where a value of `key`
+   * goes, asked as soon as its first byte is decoded (never for a value that starts with no hex pair,
+   * like an IPFS path), so that it can get ready while the first part fills.
+   */
   constructor(
     private readonly keys: ReadonlySet<string>,
-    private readonly sizeHint: number,
+    private readonly sinkOf: (key: string) => HexSink,
+    private readonly partBytes = HEX_PART_BYTES,
   ) {}
 
   get placeholderPrefix(): string {
@@ -96,7 +118,7 @@ export class HexJsonScanner {
       }
       if (this.where === Where.Value && byte === QUOTE && this.keys.has(this.keyName())) {
         this.flush(buf, copyFrom, i);
-        this.startHex();
+        this.startHex(this.keyName());
         continue;
       }
       this.track(byte);
@@ -125,28 +147,24 @@ export class HexJsonScanner {
         hex.bad = true;
         return stop;
       }
-      this.ensure(1);
-      hex.out[hex.length++] = (hex.high << 4) | low;
+      this.put((hex.high << 4) | low);
       hex.high = -1;
     }
-    const pairs = (stop - p) >> 1;
-    if (pairs > 0) {
-      this.ensure(pairs);
-      // A plain loop over a lookup table: no string per chunk, nothing left for the collector.
-      const out = hex.out;
-      let n = hex.length;
-      const end = p + pairs * 2;
-      for (; p < end; p += 2) {
-        const high = NIBBLE[buf[p] as number] as number;
-        const low = NIBBLE[buf[p + 1] as number] as number;
-        if ((high | low) < 0) {
-          hex.length = n;
-          hex.bad = true;
-          return stop;
-        }
-        out[n++] = (high << 4) | low;
+    let pairs = (stop - p) >> 1;
+    while (pairs > 0) {
+      // Node's own decoder, up to the part's end, on a one-byte string of at most a part's hex: it stops
+      // at the first pair that is not hex (a byte above 0x7f is none), so fewer bytes written = not hex.
+      const n = Math.min(pairs, hex.out.length - hex.length);
+      const written = hex.out.write(buf.toString("latin1", p, p + 2 * n), hex.length, n, "hex");
+      hex.length += written;
+      if (written > 0) hex.sink ??= this.sinkOf(hex.key);
+      if (written < n) {
+        hex.bad = true;
+        return stop;
       }
-      hex.length = n;
+      p += 2 * n;
+      pairs -= n;
+      if (hex.length === hex.out.length) this.writePart();
     }
     if (p < stop) {
       const high = NIBBLE[buf[p] as number] as number;
@@ -156,12 +174,26 @@ export class HexJsonScanner {
     return stop;
   }
 
-  private ensure(more: number): void {
+  /** One decoded byte into the part being filled. */
+  private put(byte: number): void {
     const hex = this.hex as NonNullable<typeof this.hex>;
-    if (hex.length + more <= hex.out.length) return;
-    const grown = Buffer.allocUnsafe(Math.max(hex.out.length * 2, hex.length + more));
-    hex.out.copy(grown, 0, 0, hex.length);
-    hex.out = grown;
+    hex.sink ??= this.sinkOf(hex.key);
+    hex.out[hex.length++] = byte;
+    if (hex.length === hex.out.length) this.writePart();
+  }
+
+  /** Hands the part to the value's sink (asked for on the first one) and starts the next. */
+  private writePart(): void {
+    const hex = this.hex as NonNullable<typeof this.hex>;
+    if (hex.length === 0) return;
+    hex.sink ??= this.sinkOf(hex.key);
+    const bytes = hex.out.subarray(0, hex.length);
+    // A short last part is copied: the rest of its buffer is not kept waiting for the collector.
+    hex.sink.write(hex.length < hex.out.length / 2 ? Buffer.from(bytes) : bytes);
+    hex.written += hex.length;
+    hex.out = Buffer.allocUnsafe(this.partBytes);
+    hex.length = 0;
+    hex.raw = null; // written: it can no longer be taken back as the string it was
   }
 
   /** The JSON text to parse (decoded values replaced by placeholders) and the decoded values. */
@@ -246,11 +278,13 @@ export class HexJsonScanner {
     }
   }
 
-  private startHex(): void {
-    const capacity = Math.max(64, Math.ceil(this.sizeHint / 2));
+  private startHex(key: string): void {
     this.hex = {
-      out: Buffer.allocUnsafe(capacity),
+      key,
+      out: Buffer.allocUnsafe(this.partBytes),
       length: 0,
+      written: 0,
+      sink: undefined,
       high: -1,
       raw: [],
       bad: false,
@@ -285,24 +319,28 @@ export class HexJsonScanner {
       hex.high = nibble;
       return true;
     }
-    this.ensure(1);
-    hex.out[hex.length++] = (hex.high << 4) | nibble;
+    this.put((hex.high << 4) | nibble);
     hex.high = -1;
     return true;
   }
 
   private finishHex(): void {
     const hex = this.hex as NonNullable<typeof this.hex>;
+    const whole = !hex.bad && hex.high < 0;
+    if (whole) this.writePart();
     this.hex = null;
     this.where = Where.Next;
-    if (!hex.bad && hex.high < 0 && hex.length === 0) {
+    if (whole && hex.written === 0) {
       this.pending.push(QUOTE, QUOTE); // "" stays the empty string: "no file", as before
-    } else if (!hex.bad && hex.high < 0) {
-      this.placeholder({ bytes: new Uint8Array(hex.out.buffer, hex.out.byteOffset, hex.length) });
+    } else if (whole) {
+      hex.sink?.end();
+      this.placeholder({ streamed: hex.written });
     } else if (hex.raw) {
       // Not hex, and short: the string as it was sent (an IPFS path, say), for the route to judge.
+      hex.sink?.fail();
       this.pending.push(QUOTE, ...hex.raw, QUOTE);
     } else {
+      hex.sink?.fail();
       this.placeholder({ invalid: true });
     }
   }

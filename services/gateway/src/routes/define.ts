@@ -100,14 +100,14 @@ interface RouteOptions<D extends RpcDescriptor, S extends InputSchemas> {
 interface AnonymousRoute<D extends RpcDescriptor, S extends InputSchemas> extends RouteOptions<D, S> {
   access: "anonymous";
   /** Builds the RPC request from the HTTP request; may throw a validation AppError. */
-  request: (input: RouteInput<Caller | null, S>) => RequestOf<D>;
+  request: (input: RouteInput<Caller | null, S>) => RequestOf<D> | Promise<RequestOf<D>>;
 }
 
 /** A route for signed-in callers, or for some roles only: the caller is always set. */
 interface SignedInRoute<D extends RpcDescriptor, S extends InputSchemas> extends RouteOptions<D, S> {
   access: Exclude<Access, "anonymous">;
-  /** Builds the RPC request from the HTTP request; may throw a validation AppError. */
-  request: (input: RouteInput<Caller, S>) => RequestOf<D>;
+  /** Builds the RPC request from the HTTP request (an upload's: once its parts are answered). */
+  request: (input: RouteInput<Caller, S>) => RequestOf<D> | Promise<RequestOf<D>>;
 }
 
 /** One HTTP route of the interface, answered by one RPC: the whole gateway is a table of these. */
@@ -184,8 +184,8 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
       };
       const rpcRequest =
         route.access === "anonymous"
-          ? route.request({ ...input, caller: request.caller })
-          : route.request({ ...input, caller: signedIn(request.caller) });
+          ? await route.request({ ...input, caller: request.caller })
+          : await route.request({ ...input, caller: signedIn(request.caller) });
       let result: ResponseOf<D>;
       let message: string | null;
       try {

@@ -1,6 +1,5 @@
 import { ADDRESS_PROBLEM, Address, ErrorCode, errors, parseAddress } from "@fundraise/protocol";
 import Type from "typebox";
-import type { HexValues } from "../plugins/hex-json.ts";
 
 /**
  * Path and query shapes shared by the route files. Integers there are plain decimal digits within
@@ -36,22 +35,6 @@ export function hexToBytes(hex: string, field: string): Uint8Array {
   // A view of the decoded buffer, not a copy made element by element.
   const bytes = Buffer.from(digits, "hex");
   return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
-/**
- * The bytes a hex body field stands for: decoded while the body arrived (`hexJsonBody`), or decoded now
- * when the body was parsed whole.
- */
-export function bytesOfHexField(value: string, field: string, decoded: HexValues | null): Uint8Array {
-  const taken = decoded?.take(value);
-  if (!taken) return hexToBytes(value, field);
-  if ("invalid" in taken) {
-    throw errors.validation(
-      ErrorCode.VALIDATION_FAILED,
-      `${field} must be a hexadecimal string of whole bytes.`,
-    );
-  }
-  return taken.bytes;
 }
 
 /** Path segments match case-insensitively, as the routes do: `approved` is `Approved`. */

@@ -1,5 +1,6 @@
+import { request as httpRequest } from "node:http";
 import { Readable } from "node:stream";
-import { ErrorCode, errors, ProjectsRpc, type RequestOf } from "@fundraise/protocol";
+import { ErrorCode, errors, ProjectsRpc, type RequestOf, StorageUpload } from "@fundraise/protocol";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
 
@@ -33,12 +34,16 @@ describe("PUT /Project/Update's imageUrl", () => {
     });
     expect(res.statusCode).toBe(404);
     expect(sent).toHaveLength(1);
-    expect(sent[0]?.project.image).toBeNull();
+    expect(sent[0]?.project.content).toBeNull();
+    expect(h.uploads.uploads.size).toBe(0);
   });
 
-  it("hex is a new image, as bytes", async () => {
+  it("hex is a new image, streamed to storage as bytes; the refused write's upload is aborted", async () => {
     await update({ projectID: "7", projectName: "Solar", imageUrl: "89504e47" });
-    expect(Buffer.from(sent[0]?.project.image as Uint8Array).toString("hex")).toBe("89504e47");
+    const content = sent[0]?.project.content ?? null;
+    expect(content).toMatchObject({ file: false, image: true, stream: { parts: 1 } });
+    expect(h.uploads.hexOf(content)).toEqual({ image: "89504e47" });
+    await expect.poll(() => h.uploads.of(content)?.outcome).toBe("aborted");
   });
 
   it("anything else is a 400 naming the field, and nothing is sent", async () => {
@@ -50,10 +55,11 @@ describe("PUT /Project/Update's imageUrl", () => {
       message: "imageUrl must be a hexadecimal string of whole bytes.",
     });
     expect(sent).toEqual([]);
+    expect(h.uploads.uploads.size).toBe(0);
   });
 });
 
-describe("upload bodies are read as they arrive (plugins/hex-body.ts)", () => {
+describe("upload bodies are read as they arrive (plugins/hex-body.ts, uploads/)", () => {
   const raw = async (payload: string, headers: Record<string, string> = {}) =>
     h.app.inject({
       method: "PUT",
@@ -66,15 +72,50 @@ describe("upload bodies are read as they arrive (plugins/hex-body.ts)", () => {
       payload,
     });
 
-  it("a 1 MiB file in any key case arrives as its exact bytes, beside the other fields", async () => {
-    const file = Buffer.alloc(1024 * 1024, 7);
+  it("a 1 MiB file in any key case reaches storage as its exact bytes, in parts; the write names the upload", async () => {
+    const file = Buffer.alloc(1024 * 1024 + 5, 7);
     file.write("whitepaper", 0);
     await raw(
       JSON.stringify({ FileHex: file.toString("hex").toUpperCase(), projectname: "Solar", ProjectID: 7 }),
     );
     expect(sent).toHaveLength(1);
-    expect(Buffer.from(sent[0]?.project.file as Uint8Array).equals(file)).toBe(true);
+    const content = sent[0]?.project.content ?? null;
+    const parts = Math.ceil(file.length / StorageUpload.partBytes);
+    expect(parts).toBeGreaterThan(1);
+    expect(content).toMatchObject({ file: true, image: false, stream: { parts } });
+    expect(h.uploads.of(content)?.entries.whitepaper?.equals(file)).toBe(true);
     expect(sent[0]?.project.projectName).toBe("Solar");
+  });
+
+  it("a short 0x-prefixed value (kept as text while the body arrived) is decoded and sent after it", async () => {
+    await raw(JSON.stringify({ projectName: "Solar", ProjectID: 7, fileHex: "0xC0FFEE" }));
+    expect(h.uploads.hexOf(sent[0]?.project.content ?? null)).toEqual({ whitepaper: "c0ffee" });
+  });
+
+  it("a content field given twice (two spellings) is a 400, and what was sent of it is dropped", async () => {
+    const res = await raw(`{"projectName":"S","fileHex":"${"ab".repeat(300_000)}","FILEHEX":"cdcd"}`);
+    expect(res.statusCode).toBe(400);
+    expect(res.json().message).toBe("fileHex is given more than once.");
+    expect(sent).toEqual([]);
+    for (const upload of h.uploads.uploads.values()) expect(upload.outcome).toBe("aborted");
+  });
+
+  it("a client that goes away mid-body: its upload is aborted", async () => {
+    const address = await h.app.listen({ port: 0, host: "127.0.0.1" });
+    const token = await h.signer.sign({ userId: 5, role: "Base" });
+    const req = httpRequest(`${address}/Project/Update`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    });
+    req.on("error", () => undefined);
+    req.write(`{"projectID":7,"projectName":"Solar","fileHex":"${"ab".repeat(600_000)}`);
+    await expect
+      .poll(() => [...h.uploads.uploads.values()][0]?.entries.whitepaper?.length ?? 0)
+      .toBeGreaterThan(0);
+    req.destroy();
+    await expect.poll(() => [...h.uploads.uploads.values()][0]?.outcome).toBe("aborted");
+    expect(h.uploads.open()).toBe(0);
+    expect(sent).toEqual([]);
   });
 
   it("bad long hex, odd length, bad JSON, an empty body and prototype keys are 400s; nothing is sent", async () => {
@@ -92,6 +133,10 @@ describe("upload bodies are read as they arrive (plugins/hex-body.ts)", () => {
       expect(res.json().message).toContain(message);
     }
     expect(sent).toEqual([]);
+    // What was streamed of them before the 400 is dropped.
+    await expect
+      .poll(() => [...h.uploads.uploads.values()].every((upload) => upload.outcome === "aborted"))
+      .toBe(true);
   });
 });
 

@@ -1,30 +1,33 @@
 import type { Bus } from "@fundraise/bus";
 import { PROJECT_STATUSES, ProjectRequest, ProjectsRpc } from "@fundraise/protocol";
+import type { FastifyRequest } from "fastify";
 import Type, { type Static } from "typebox";
-import { hexJsonBody } from "../plugins/hex-body.ts";
-import type { HexValues } from "../plugins/hex-json.ts";
 import type { Server } from "../server.ts";
+import { contentOf, streamContentUploads, takeContentField } from "../uploads/plugin.ts";
 import { registerRpcRoute } from "./define.ts";
-import { bytesOfHexField, IdParams, Int32, NoInput, oneOf } from "./params.ts";
+import { IdParams, Int32, NoInput, oneOf } from "./params.ts";
 
 const tag = "Project";
 
-/** Project data in: hex decoded here, at the edge, so the file travels on as bytes. */
 /**
  * `imageUrl` in a request is a new image as hex. The web client also sends back the `imageUrl` it read (an
  * IPFS path, `/ipfs/<cid>/image`) when it updates other fields: that means "keep the image", not bad hex.
  */
 const isIpfsPath = (value: string) => /^\/ipfs\//i.test(value.trim());
 
-function toProjectWrite(body: Static<typeof ProjectRequest>, hex: HexValues | null) {
+/**
+ * Project data in. The file and image were decoded from hex at the edge and streamed to storage as the
+ * body arrived (uploads/): the write carries the upload, which the projects service finishes.
+ */
+async function toProjectWrite(body: Static<typeof ProjectRequest>, request: FastifyRequest) {
+  if (body.fileHex) takeContentField(request, "fileHex", body.fileHex);
+  if (body.imageUrl && !isIpfsPath(body.imageUrl)) takeContentField(request, "imageUrl", body.imageUrl);
   return {
     ...(body.projectID === undefined ? {} : { projectID: body.projectID }),
     projectName: body.projectName,
     projectDescription: body.projectDescription ?? null,
     markDown: body.markDown ?? null,
-    file: body.fileHex ? bytesOfHexField(body.fileHex, "fileHex", hex) : null,
-    image:
-      body.imageUrl && !isIpfsPath(body.imageUrl) ? bytesOfHexField(body.imageUrl, "imageUrl", hex) : null,
+    content: await contentOf(request),
   };
 }
 
@@ -62,10 +65,11 @@ export function registerProjectRoutes(app: Server, bus: Bus, uploadBodyLimit: nu
     rpc: ProjectsRpc.delete,
     request: ({ caller, params }) => ({ caller, id: params.id }),
   });
-  // The upload routes read their JSON as it arrives, decoding the hex on the way (plugins/hex-body.ts).
+  // The upload routes read their JSON as it arrives, decoding the hex and streaming it to storage on the
+  // way (uploads/plugin.ts).
   app.register(async (child) => {
     const uploads = child as unknown as Server;
-    hexJsonBody(uploads, ["fileHex", "imageUrl"]);
+    streamContentUploads(uploads, bus);
     registerRpcRoute(uploads, bus, {
       method: "PUT",
       url: "/Project/Update",
@@ -75,7 +79,10 @@ export function registerProjectRoutes(app: Server, bus: Bus, uploadBodyLimit: nu
       input: { body: ProjectRequest },
       bodyLimit: uploadBodyLimit,
       rpc: ProjectsRpc.update,
-      request: ({ caller, body, request }) => ({ caller, project: toProjectWrite(body, request.hexValues) }),
+      request: async ({ caller, body, request }) => ({
+        caller,
+        project: await toProjectWrite(body, request),
+      }),
     });
     registerRpcRoute(uploads, bus, {
       method: "POST",
@@ -87,7 +94,10 @@ export function registerProjectRoutes(app: Server, bus: Bus, uploadBodyLimit: nu
       bodyLimit: uploadBodyLimit,
       status: 201,
       rpc: ProjectsRpc.add,
-      request: ({ caller, body, request }) => ({ caller, project: toProjectWrite(body, request.hexValues) }),
+      request: async ({ caller, body, request }) => ({
+        caller,
+        project: await toProjectWrite(body, request),
+      }),
     });
   });
   registerRpcRoute(app, bus, {

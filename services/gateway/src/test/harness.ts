@@ -9,6 +9,7 @@ import { exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
 import { buildGateway } from "../app.ts";
 import { loadConfig } from "../config.ts";
 import type { Server } from "../server.ts";
+import { type RecordedUploads, recordUploads } from "./uploads.ts";
 
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -46,6 +47,8 @@ export async function createTestSigner() {
 export interface Harness {
   app: Server;
   bus: ReturnType<typeof createInMemoryBus>;
+  /** Uploads the gateway streamed, as a storage stand-in on `bus` received them (test/uploads.ts). */
+  uploads: RecordedUploads;
   redis: Redis;
   prefix: string;
   signer: Awaited<ReturnType<typeof createTestSigner>>;
@@ -62,11 +65,13 @@ export async function createHarness(env: Record<string, string> = {}, bus?: Bus)
   await memoryBus.serve(AuthRpc.jwks, async () => signer.jwks);
   // The auth service's answer for a user who has no stored session state; tests serve their own to differ.
   await memoryBus.serve(AuthRpc.rebuildSession, async () => ({ role: null, revokedBefore: null }));
+  const uploads = await recordUploads(memoryBus);
   const app = await buildGateway({ config, bus: bus ?? memoryBus, redis, log: silentLogger() });
   await app.ready();
   return {
     app,
     bus: memoryBus,
+    uploads,
     redis,
     prefix,
     signer,

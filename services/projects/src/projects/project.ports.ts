@@ -1,18 +1,19 @@
 import type { RequestContext } from "@fundraise/bus";
-import type { ResponseOf, StorageRpc, UsersRpc } from "@fundraise/protocol";
+import type { ContentStream, ResponseOf, Uploaded, UsersRpc } from "@fundraise/protocol";
 
 /** What a use case knows about the message that asked for it (a handler's `ctx`). */
 export type OpContext = RequestContext;
 
-export type Uploaded = ResponseOf<typeof StorageRpc.upload>;
+export type { Uploaded };
 export type UserDtoOut = ResponseOf<typeof UsersRpc.byIds>[number];
 
-/** The storage service, as the rules need it (app.ts wires it to StorageRpc). */
+/** The storage service, as the rules need it (app.ts wires it to StorageUpload and StorageRpc). */
 export interface ContentStore {
-  upload(
-    input: { file: Uint8Array; image: Uint8Array | null; reason: string },
-    ctx: OpContext,
-  ): Promise<Uploaded>;
+  /**
+   * Finishes content streamed to the storage service for this write (the gateway sent its parts while
+   * the body arrived): on IPFS, pinned and recorded, with `reason` for the inventory.
+   */
+  store(content: ContentStream, reason: string, ctx: OpContext): Promise<Uploaded>;
   /** Unpins; true when it was pinned. Not bound by the caller's deadline: clean-up runs after it too. */
   remove(fileHash: string, reason: string, ctx: OpContext): Promise<boolean>;
   /** The whitepaper's bytes. */

@@ -54,8 +54,10 @@ const isReviewer = (caller: Caller) => caller.role === "Viewer" || caller.role =
 
 /**
  * The rules of behaviour.md §4 (no SQL, no bus). Content goes to the storage service first and the row
- * is written after: a failure after the upload removes the content again, unless a project holds the
- * same content (the same bytes uploaded twice are one pin). Content of a deleted project, or a file
+ * is written after. A write's content arrives streamed to a storage instance but not finished: a write
+ * refused before its upload is finished leaves nothing pinned (the gateway aborts the upload, or it
+ * expires). A failure after the upload removes the content again, unless a project holds the same
+ * content (the same bytes uploaded twice are one pin). Content of a deleted project, or a file
  * replaced by Update, is removed after the commit; a removal that fails leaves an orphan pin (logged) for
  * the storage service's reconciliation, never a project without its content.
  */
@@ -131,15 +133,12 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
         throw ProjectErrors.roleForbidden("Blacklisted users cannot propose projects.");
       const name = parseName(write.projectName);
       const markdown = parseMarkdown(write.markDown ?? "");
-      if (!write.file) throw ProjectErrors.invalid("/fileHex", "is required");
+      if (!write.content?.file) throw ProjectErrors.invalid("/fileHex", "is required");
       // Cheap refusals before the upload; the transaction checks again under the queue's lock.
       if (await projects.nameTaken(name)) throw ProjectErrors.nameTaken();
       if ((await projects.countAwaitingReview()) >= reviewQueueMax)
         throw ProjectErrors.reviewersBusy(reviewQueueMax);
-      const uploaded = await content.upload(
-        { file: write.file, image: write.image, reason: "project:add" },
-        ctx,
-      );
+      const uploaded = await content.store(write.content, "project:add", ctx);
       try {
         return await projects.transaction(async (t) => {
           await t.lockReviewQueue();
@@ -183,15 +182,13 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       const { project } = await requireMember(caller, id);
       const name = parseName(write.projectName);
       const markdown = write.markDown === null ? undefined : parseMarkdown(write.markDown);
-      if (write.image && !write.file) {
+      if (write.content && !write.content.file) {
         throw ProjectErrors.invalid("/imageUrl", "an image changes only with the file: send fileHex too");
       }
       if (await projects.nameTaken(name, id)) throw ProjectErrors.nameTaken();
-      if (write.file && project.isAuctionCreated)
+      if (write.content && project.isAuctionCreated)
         throw ProjectErrors.auctionExists("its file can no longer change");
-      const uploaded = write.file
-        ? await content.upload({ file: write.file, image: write.image, reason: `project:${id}:update` }, ctx)
-        : null;
+      const uploaded = write.content ? await content.store(write.content, `project:${id}:update`, ctx) : null;
       try {
         const { dto, replaced } = await projects.transaction(async (t) => {
           const locked = await t.lockById(id);

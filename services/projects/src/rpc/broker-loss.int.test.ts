@@ -12,6 +12,7 @@ import {
   startHarness,
   uniqueBytes,
   uniqueProjectName,
+  updateProject,
 } from "../test/harness.ts";
 
 // The broker lost in the middle of Add, Update and Delete, under the real projects, storage and users
@@ -133,16 +134,11 @@ describe("the broker lost in the middle of Update", () => {
     const project = await addProject(h, owner.caller, { file: uniqueBytes(321) });
     const newFile = uniqueBytes(322);
     const update = () =>
-      h.client.call(ProjectsRpc.update, {
-        caller: owner.caller,
-        project: {
-          projectID: project.projectID,
-          projectName: `${project.projectName} v2`,
-          projectDescription: "changed",
-          markDown: null,
-          file: newFile,
-          image: null,
-        },
+      updateProject(h, owner.caller, {
+        projectID: project.projectID,
+        projectName: `${project.projectName} v2`,
+        projectDescription: "changed",
+        file: newFile,
       });
     const { error } = await loseBrokerDuring("projects.project", "update", update);
     expect(error).toMatchObject({ kind: "unavailable" });

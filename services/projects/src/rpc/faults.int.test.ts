@@ -1,6 +1,6 @@
 import { ErrorCode, isAppError, ProjectsRpc, StorageRpc } from "@fundraise/protocol";
 import { ORPHAN_REASON } from "@fundraise/storage/src/content/reconcile.ts";
-import { agePin, nodePins } from "@fundraise/storage/src/test/harness.ts";
+import { agePin, nodePins, storeContent } from "@fundraise/storage/src/test/harness.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   addProject,
@@ -11,6 +11,7 @@ import {
   startHarness,
   uniqueBytes,
   uniqueProjectName,
+  updateProject,
 } from "../test/harness.ts";
 
 // Faults under the real projects, storage and users services, real Postgres and RabbitMQ; IPFS is OUR
@@ -55,12 +56,12 @@ describe("a crash after the upload (the projects service died after storage answ
     const projectFile = uniqueBytes(120);
     const project = await addProject(h, caller, { file: projectFile });
     // What the dead projects service had uploaded; no project holds it.
-    const orphan = await h.client.call(StorageRpc.upload, {
+    const orphan = await storeContent(h.client, {
       file: uniqueBytes(121),
       image: null,
       reason: "project:add",
     });
-    const young = await h.client.call(StorageRpc.upload, {
+    const young = await storeContent(h.client, {
       file: uniqueBytes(122),
       image: null,
       reason: "project:add",
@@ -115,16 +116,11 @@ describe("IPFS stopped mid-run", () => {
     await h.stopIpfs();
     try {
       await expectAppError(
-        h.client.call(ProjectsRpc.update, {
-          caller: owner.caller,
-          project: {
-            projectID: project.projectID,
-            projectName: `${project.projectName} v2`,
-            projectDescription: "changed",
-            markDown: null,
-            file: uniqueBytes(142),
-            image: null,
-          },
+        updateProject(h, owner.caller, {
+          projectID: project.projectID,
+          projectName: `${project.projectName} v2`,
+          projectDescription: "changed",
+          file: uniqueBytes(142),
         }),
         "unavailable",
         ErrorCode.IPFS_UNAVAILABLE,

@@ -1,4 +1,4 @@
-import { ProjectsEvents, ProjectsRpc, StorageRpc } from "@fundraise/protocol";
+import { type Caller, ProjectsEvents, ProjectsRpc, StorageRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   addProject,
@@ -12,6 +12,7 @@ import {
   startHarness,
   uniqueBytes,
   uniqueProjectName,
+  updateProject,
 } from "../test/harness.ts";
 
 // The project use cases over RabbitMQ as the gateway calls them, with the real storage service on the
@@ -340,42 +341,20 @@ describe("projects.project.update and update-markdown", () => {
     const dto = await addProject(h, owner.caller);
     const other = await addProject(h, owner.caller);
     const stranger = (await seed(h, "Admin")).caller;
-    const write = (id: number, extra = {}) => ({
-      projectID: id,
-      projectName: dto.projectName,
-      projectDescription: null,
-      markDown: null,
-      file: null,
-      image: null,
-      ...extra,
-    });
-    await expectAppError(
-      h.client.call(ProjectsRpc.update, { caller: stranger, project: write(2_000_000_000) }),
-      "not_found",
-      "PROJECT_NOT_FOUND",
-    );
-    await expectAppError(
-      h.client.call(ProjectsRpc.update, { caller: stranger, project: write(dto.projectID) }),
-      "forbidden",
-      "PROJECT_NOT_MEMBER",
-    );
+    const update = (caller: Caller, id: number, extra: Partial<Parameters<typeof updateProject>[2]> = {}) =>
+      updateProject(h, caller, { projectID: id, projectName: dto.projectName, ...extra });
+    await expectAppError(update(stranger, 2_000_000_000), "not_found", "PROJECT_NOT_FOUND");
+    await expectAppError(update(stranger, dto.projectID), "forbidden", "PROJECT_NOT_MEMBER");
     // A hidden project is 404 to a non-member Base user, not 403.
+    await expectAppError(update((await seed(h)).caller, dto.projectID), "not_found", "PROJECT_NOT_FOUND");
     await expectAppError(
-      h.client.call(ProjectsRpc.update, { caller: (await seed(h)).caller, project: write(dto.projectID) }),
-      "not_found",
-      "PROJECT_NOT_FOUND",
-    );
-    await expectAppError(
-      h.client.call(ProjectsRpc.update, {
-        caller: owner.caller,
-        project: write(dto.projectID, { projectName: other.projectName.toLowerCase() }),
-      }),
+      update(owner.caller, dto.projectID, { projectName: other.projectName.toLowerCase() }),
       "conflict",
       "PROJECT_NAME_TAKEN",
     );
-    const renamed = await h.client.call(ProjectsRpc.update, {
-      caller: owner.caller,
-      project: write(dto.projectID, { projectName: `${dto.projectName} v2`, projectDescription: "new" }),
+    const renamed = await update(owner.caller, dto.projectID, {
+      projectName: `${dto.projectName} v2`,
+      projectDescription: "new",
     });
     expect(renamed).toMatchObject({
       projectName: `${dto.projectName} v2`,
@@ -384,10 +363,7 @@ describe("projects.project.update and update-markdown", () => {
     });
 
     const file = uniqueBytes();
-    const replaced = await h.client.call(ProjectsRpc.update, {
-      caller: owner.caller,
-      project: write(dto.projectID, { projectName: renamed.projectName, file }),
-    });
+    const replaced = await update(owner.caller, dto.projectID, { projectName: renamed.projectName, file });
     expect(replaced.fileHash).not.toBe(dto.fileHash);
     expect(replaced.projectDescription).toBe("new");
     expect(await isPinned(h, replaced.fileHash)).toBe(true);
@@ -395,25 +371,29 @@ describe("projects.project.update and update-markdown", () => {
 
     // Another project's content: 409, and that content stays.
     await expectAppError(
-      h.client.call(ProjectsRpc.update, {
-        caller: owner.caller,
-        project: write(other.projectID, { projectName: other.projectName, file }),
-      }),
+      update(owner.caller, other.projectID, { projectName: other.projectName, file }),
       "conflict",
       "PROJECT_FILE_TAKEN",
     );
     expect(await isPinned(h, replaced.fileHash)).toBe(true);
 
-    // Once an auction exists the file is fixed.
+    // An image needs the file with it; once an auction exists the file is fixed.
+    await expectAppError(
+      update(owner.caller, dto.projectID, { projectName: renamed.projectName, image: uniqueBytes() }),
+      "validation",
+      "VALIDATION_FAILED",
+    );
     await setReview(h, dto.projectID, { isAuctionCreated: true });
     await expectAppError(
-      h.client.call(ProjectsRpc.update, {
-        caller: owner.caller,
-        project: write(dto.projectID, { projectName: renamed.projectName, file: uniqueBytes() }),
-      }),
+      update(owner.caller, dto.projectID, { projectName: renamed.projectName, file: uniqueBytes() }),
       "conflict",
       "PROJECT_AUCTION_EXISTS",
     );
+    // Refused before the upload was finished: nothing of it was pinned or recorded.
+    const { rows } = await h.sql.query(`select 1 from storage.pin where reason like $1`, [
+      `project:${dto.projectID}:update%`,
+    ]);
+    expect(rows).toHaveLength(1); // the replacement that stood
   });
 
   it("updateMarkdown: members only, the markdown as given", async () => {

@@ -2,13 +2,16 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { abortStream } from "@fundraise/bus";
 import { type IpfsNode, startIpfsNode } from "@fundraise/ipfs-node";
 import {
   type Caller,
+  type ContentStream,
   type EventDescriptor,
   type PayloadOf,
   ProjectsEvents,
   ProjectsRpc,
+  StorageUpload,
   type UserRole,
 } from "@fundraise/protocol";
 import type { ServiceApp } from "@fundraise/service-kit";
@@ -19,7 +22,7 @@ import {
   startServiceHarness,
 } from "@fundraise/service-kit/testing";
 import type { StorageApp } from "@fundraise/storage/src/app.ts";
-import { storageOn } from "@fundraise/storage/src/test/harness.ts";
+import { storageOn, streamContent } from "@fundraise/storage/src/test/harness.ts";
 import { type SeededUser, seedUser, usersService } from "@fundraise/users/src/test/harness.ts";
 import type pg from "pg";
 import { startProjectsApp } from "../app.ts";
@@ -113,6 +116,25 @@ export const uniqueProjectName = (prefix = "Project") =>
 /** Bytes no other test uploads, so every project gets its own fileHash. */
 export const uniqueBytes = (size = 64) => new Uint8Array(randomBytes(size));
 
+/**
+ * Runs a write (Add, Update) with its file and image as the gateway sends them: streamed to the storage
+ * service first (`content`, unfinished), then the write; a write that fails has its upload aborted, as
+ * the gateway does.
+ */
+export async function withContent<T>(
+  h: Harness,
+  content: { file: Uint8Array | null; image: Uint8Array | null },
+  write: (content: ContentStream | null) => Promise<T>,
+): Promise<T> {
+  const streamed = await streamContent(h.client, content);
+  try {
+    return await write(streamed);
+  } catch (error) {
+    if (streamed) await abortStream(h.client, StorageUpload, streamed.stream);
+    throw error;
+  }
+}
+
 /** Adds a project through the RPC as `caller` (a fresh name and file unless told). */
 export function addProject(
   h: Harness,
@@ -125,17 +147,41 @@ export function addProject(
     image: Uint8Array | null;
   }> = {},
 ) {
-  return h.client.call(ProjectsRpc.add, {
-    caller,
-    project: {
-      projectName: uniqueProjectName(),
-      projectDescription: "A description",
-      markDown: null,
-      file: uniqueBytes(),
-      image: null,
-      ...project,
-    },
-  });
+  const { file = uniqueBytes(), image = null, ...fields } = project;
+  return withContent(h, { file, image }, (content) =>
+    h.client.call(ProjectsRpc.add, {
+      caller,
+      project: {
+        projectName: uniqueProjectName(),
+        projectDescription: "A description",
+        markDown: null,
+        ...fields,
+        content,
+      },
+    }),
+  );
+}
+
+/** Updates a project through the RPC as `caller`, with a new file (and image) when given. */
+export function updateProject(
+  h: Harness,
+  caller: Caller,
+  project: {
+    projectID: number;
+    projectName: string;
+    projectDescription?: string | null;
+    markDown?: string | null;
+    file?: Uint8Array | null;
+    image?: Uint8Array | null;
+  },
+) {
+  const { file = null, image = null, ...fields } = project;
+  return withContent(h, { file, image }, (content) =>
+    h.client.call(ProjectsRpc.update, {
+      caller,
+      project: { projectDescription: null, markDown: null, ...fields, content },
+    }),
+  );
 }
 
 /** Sets what viewers and the chain decide, straight in the table (the chain-indexer does not exist yet). */

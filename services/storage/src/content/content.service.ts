@@ -1,7 +1,6 @@
 import type { TraceContext } from "@fundraise/bus";
 import { StorageEvents } from "@fundraise/protocol";
 import { CID } from "multiformats/cid";
-import { StorageErrors } from "./content.errors.ts";
 import { cidOfFileHash, fileHashOf } from "./file-hash.ts";
 import type { Ipfs } from "./ipfs.ts";
 import type { PinRepository } from "./pin.repository.ts";
@@ -12,11 +11,20 @@ export interface Uploaded {
   imagePath: string | null;
 }
 
+/** Content an upload's add just put on the node, pinned: the directory and its entries' sizes. */
+export interface Added {
+  cid: CID;
+  fileBytes: number;
+  imageBytes: number | null;
+}
+
 export interface ContentService {
-  upload(
-    input: { file: Uint8Array; image: Uint8Array | null; reason: string },
-    ctx: TraceContext,
-  ): Promise<Uploaded>;
+  /**
+   * Records content an upload's add just pinned (upload/upload-session.ts): its live row and `pinned`
+   * event, or, for bytes recorded before, their live row made young again. A failed record takes the pin
+   * back, unless the content has a live row or the inventory cannot be read (never unpin when unsure).
+   */
+  record(added: Added, reason: string, ctx: TraceContext): Promise<Uploaded>;
   /**
    * Unpins and records; true when it was pinned. Content uploaded again within the grace period (the
    * same bytes, by an Add that may not have committed yet) stays: false, and the reconciliation removes
@@ -40,8 +48,8 @@ export interface ContentService {
 
 /**
  * The rules of the storage service (no SQL, no HTTP): what goes on IPFS, how it is named, and that the
- * inventory and the node agree. Upload pins first and records after; a failed record unpins again, so
- * no content stays pinned without its row. Remove unpins and records in one transaction (an unpin that
+ * inventory and the node agree. An upload pins first (its add) and records after; a failed record unpins
+ * again, so no content stays pinned without its row. Remove unpins and records in one transaction (an unpin that
  * finds nothing pinned counts as done, so a retry after a failed commit is safe).
  *
  * An upload and a removal of the same bytes meet on the live row's lock. The upload that finds the live
@@ -81,37 +89,23 @@ export function createContentService(deps: {
   }
 
   return {
-    async upload({ file, image, reason }, ctx) {
-      if (file.byteLength === 0) throw StorageErrors.empty("file");
-      if (file.byteLength > limits.maxFileBytes) throw StorageErrors.tooLarge("file", limits.maxFileBytes);
-      if (image !== null && image.byteLength === 0) throw StorageErrors.empty("image");
-      if (image !== null && image.byteLength > limits.maxImageBytes) {
-        throw StorageErrors.tooLarge("image", limits.maxImageBytes);
-      }
-      const files = [{ name: "whitepaper", content: file }];
-      if (image !== null) files.push({ name: "image", content: image });
-      const cid = (await ipfs.addDirectory(files)).toString();
+    async record({ cid: added, fileBytes, imageBytes }, reason, ctx) {
+      const cid = added.toString();
       const fileHash = fileHashOf(cid);
-      const uploaded = { fileHash, cid, imagePath: image === null ? null : `/ipfs/${cid}/image` };
+      const uploaded = { fileHash, cid, imagePath: imageBytes === null ? null : `/ipfs/${cid}/image` };
       try {
         await pins.transaction(async (tx) => {
           const live = await tx.lockLive(fileHash);
-          // Content recorded before: a removal that held the lock since the add above may have unpinned
-          // it (and failed its commit, or recorded it). Pinned again under the lock, it stays pinned.
-          if (live || (await tx.everRecorded(fileHash))) await ipfs.pin(CID.parse(cid));
+          // Content recorded before: a removal that held the lock since the add may have unpinned it (and
+          // failed its commit, or recorded it). Pinned again under the lock, it stays pinned.
+          if (live || (await tx.everRecorded(fileHash))) await ipfs.pin(added);
           if (live) {
             // The same bytes again: recorded already; young again for the orphan reconciliation.
             live.lastUploadedAt = new Date();
             await tx.save();
             return;
           }
-          tx.create({
-            cid,
-            fileHash,
-            reason,
-            fileBytes: file.byteLength,
-            imageBytes: image?.byteLength ?? null,
-          });
+          tx.create({ cid, fileHash, reason, fileBytes, imageBytes });
           await tx.emit(StorageEvents.pinned, { fileHash, cid, reason }, ctx);
           await tx.save();
         });
@@ -122,7 +116,7 @@ export function createContentService(deps: {
           (row) => row !== null,
           () => true,
         );
-        if (!live) await ipfs.unpin(CID.parse(cid)).catch(() => undefined);
+        if (!live) await ipfs.unpin(added).catch(() => undefined);
         throw error;
       }
       return uploaded;

@@ -16,13 +16,22 @@ export const KUBO_ADD_OPTIONS = {
   pin: true,
 } as const;
 
+/** The files of a directory add, each with its bytes whole or as they arrive. */
+export type AddSource =
+  | Iterable<{ name: string; content: Uint8Array | AsyncIterable<Uint8Array> }>
+  | AsyncIterable<{ name: string; content: Uint8Array | AsyncIterable<Uint8Array> }>;
+
 /** `hello world\n` under Kubo's defaults: the start-up check. */
 export const SELF_CHECK = { content: "hello world\n", cid: "QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o" };
 
 /** What the storage service needs of IPFS. One implementation: a Kubo RPC API through kubo-rpc-client. */
 export interface Ipfs {
-  /** Adds the files as one directory (`ipfs add --wrap-with-directory`), pinned; answers its CID. */
-  addDirectory(files: { name: string; content: Uint8Array }[]): Promise<CID>;
+  /**
+   * Adds the files as one directory (`ipfs add --wrap-with-directory`), pinned; answers its CID. Files
+   * and their content may arrive as they come (async iterables): the node imports them as they do. With a
+   * `signal`, that bounds the add instead of the IPFS timeout.
+   */
+  addDirectory(files: AddSource, options?: { signal?: AbortSignal }): Promise<CID>;
   /** Hashes `hello world\n` without storing it and fails unless it is Kubo's CID. */
   selfCheck(): Promise<{ version: string }>;
   /** The bytes at `/ipfs/<path>`; a block the node cannot find fails fast (404), a slow node is 504. */
@@ -64,14 +73,16 @@ export function createKuboIpfs(options: { url: string; timeoutMs: number; readTi
   };
 
   return {
-    addDirectory: (files) =>
+    addDirectory: (files, add = {}) =>
       guard(async () => {
         let root: CID | undefined;
-        const source = files.map((f) => ({ path: f.name, content: f.content }));
+        const source = (async function* () {
+          for await (const f of files) yield { path: f.name, content: f.content };
+        })();
         for await (const entry of client.addAll(source, {
           ...KUBO_ADD_OPTIONS,
           wrapWithDirectory: true,
-          ...deadline(options.timeoutMs),
+          ...(add.signal ? { signal: add.signal } : deadline(options.timeoutMs)),
         })) {
           if (entry.path === "") root = entry.cid;
         }

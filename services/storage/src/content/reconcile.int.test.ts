@@ -12,6 +12,7 @@ import {
   pinRows,
   REAL_KUBO_URL,
   startHarness,
+  storeContent,
 } from "../test/harness.ts";
 import { ORPHAN_REASON, RECONCILE_LOCK } from "./reconcile.ts";
 
@@ -27,7 +28,7 @@ beforeAll(async () => {
 afterAll(async () => h?.stop());
 
 const upload = (file: Uint8Array = randomBytes(500)) =>
-  h.client.call(StorageRpc.upload, { file, image: null, reason: "project:add" });
+  storeContent(h.client, { file, image: null, reason: "project:add" });
 const liveRow = async (fileHash: string) =>
   (await pinRows(h.sql)).find((r) => r.file_hash === fileHash && r.unpinned_at === null);
 

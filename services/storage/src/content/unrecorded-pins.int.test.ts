@@ -1,8 +1,16 @@
 import { randomBytes } from "node:crypto";
-import { ProjectsRpc, StorageEvents, StorageRpc } from "@fundraise/protocol";
+import { ProjectsRpc, StorageEvents } from "@fundraise/protocol";
 import { create } from "kubo-rpc-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agePin, type Harness, nodePins, outboxPayloads, pinRows, startHarness } from "../test/harness.ts";
+import {
+  agePin,
+  type Harness,
+  nodePins,
+  outboxPayloads,
+  pinRows,
+  startHarness,
+  storeContent,
+} from "../test/harness.ts";
 import { fileHashOf } from "./file-hash.ts";
 import { KUBO_ADD_OPTIONS } from "./ipfs.ts";
 import { ADOPTED_REASON, ORPHAN_REASON } from "./reconcile.ts";
@@ -69,7 +77,7 @@ describe("content pinned without any inventory row", () => {
     const cid = await pinOnNodeOnly([{ path: "whitepaper", content: whitepaper }]);
     expect(await h.app.reconcile()).toMatchObject({ adopted: 0 });
     // The upload the pin belonged to records it after all (the same bytes: the same directory).
-    const uploaded = await h.client.call(StorageRpc.upload, {
+    const uploaded = await storeContent(h.client, {
       file: whitepaper,
       image: null,
       reason: "project:add",

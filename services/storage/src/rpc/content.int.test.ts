@@ -12,6 +12,7 @@ import {
   REAL_KUBO_URL,
   receivedEvent,
   startHarness,
+  storeContent,
 } from "../test/harness.ts";
 
 const where = REAL_KUBO_URL
@@ -34,7 +35,7 @@ describe(`storage.content.* over RabbitMQ, on ${where}`, () => {
     const file = randomBytes(600_000);
     const image = randomBytes(70_000);
     const started = performance.now();
-    const answer = await h.client.call(StorageRpc.upload, { file, image, reason: "project:add" });
+    const answer = await storeContent(h.client, { file, image, reason: "project:add" });
     const ms = performance.now() - started;
     const expected = await kuboDirectoryCidOf({ whitepaper: file, image });
     expect(answer).toEqual({
@@ -59,7 +60,7 @@ describe(`storage.content.* over RabbitMQ, on ${where}`, () => {
 
   it("without an image the directory holds only `whitepaper`; read gives the bytes back as bytes", async () => {
     const file = randomBytes(300_000);
-    const answer = await h.client.call(StorageRpc.upload, { file, image: null, reason: "project:add" });
+    const answer = await storeContent(h.client, { file, image: null, reason: "project:add" });
     const expected = await kuboDirectoryCidOf({ whitepaper: file });
     expect(answer.cid).toBe(expected.toString());
     expect(answer.imagePath).toBeNull();
@@ -70,8 +71,8 @@ describe(`storage.content.* over RabbitMQ, on ${where}`, () => {
 
   it("the same bytes twice: the same fileHash and one live row, one event", async () => {
     const file = randomBytes(1000);
-    const first = await h.client.call(StorageRpc.upload, { file, image: null, reason: "a" });
-    const second = await h.client.call(StorageRpc.upload, { file, image: null, reason: "b" });
+    const first = await storeContent(h.client, { file, image: null, reason: "a" });
+    const second = await storeContent(h.client, { file, image: null, reason: "b" });
     expect(second).toEqual(first);
     expect((await pinRows(h.sql)).filter((r) => r.file_hash === first.fileHash)).toHaveLength(1);
     const pinned = await outboxPayloads(h.sql, StorageEvents.pinned);
@@ -80,7 +81,7 @@ describe(`storage.content.* over RabbitMQ, on ${where}`, () => {
 
   it("remove unpins on the node and records it; a second remove answers false", async () => {
     const file = randomBytes(2000);
-    const { fileHash, cid } = await h.client.call(StorageRpc.upload, { file, image: null, reason: "r" });
+    const { fileHash, cid } = await storeContent(h.client, { file, image: null, reason: "r" });
     const ipfs = create({ url: h.ipfsUrl });
     const pinned = async () => {
       const all: string[] = [];
@@ -96,7 +97,7 @@ describe(`storage.content.* over RabbitMQ, on ${where}`, () => {
     await receivedEvent(h, StorageEvents.unpinned, { fileHash, cid });
     expect(await h.client.call(StorageRpc.remove, { fileHash })).toBe(false);
     // Uploading it again pins it again, as a new row.
-    await h.client.call(StorageRpc.upload, { file, image: null, reason: "again" });
+    await storeContent(h.client, { file, image: null, reason: "again" });
     expect(
       (await pinRows(h.sql)).filter((r) => r.file_hash === fileHash && r.unpinned_at === null),
     ).toHaveLength(1);
@@ -117,22 +118,22 @@ describe(`storage.content.* over RabbitMQ, on ${where}`, () => {
 
   it("refuses bad input: empty file 400, too large 413, a lower-case or short fileHash 400", async () => {
     await expectAppError(
-      h.client.call(StorageRpc.upload, { file: new Uint8Array(0), image: null, reason: "x" }),
+      storeContent(h.client, { file: new Uint8Array(0), image: null, reason: "x" }),
       "validation",
       StorageErrorCode.CONTENT_EMPTY,
     );
     await expectAppError(
-      h.client.call(StorageRpc.upload, { file: new Uint8Array(1), image: new Uint8Array(0), reason: "x" }),
+      storeContent(h.client, { file: new Uint8Array(1), image: new Uint8Array(0), reason: "x" }),
       "validation",
       StorageErrorCode.CONTENT_EMPTY,
     );
     await expectAppError(
-      h.client.call(StorageRpc.upload, { file: new Uint8Array(MAX_FILE + 1), image: null, reason: "x" }),
+      storeContent(h.client, { file: new Uint8Array(MAX_FILE + 1), image: null, reason: "x" }),
       "payload_too_large",
       ErrorCode.PAYLOAD_TOO_LARGE,
     );
     await expectAppError(
-      h.client.call(StorageRpc.upload, {
+      storeContent(h.client, {
         file: new Uint8Array(1),
         image: new Uint8Array(MAX_IMAGE + 1),
         reason: "x",

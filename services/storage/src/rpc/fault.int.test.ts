@@ -8,6 +8,7 @@ import {
   pinRows,
   REAL_KUBO_URL,
   startHarness,
+  storeContent,
 } from "../test/harness.ts";
 
 /** Stops OUR KUBO-RPC STAND-IN (packages/ipfs-node, not Kubo) under the running service. */
@@ -19,7 +20,7 @@ describe.skipIf(REAL_KUBO_URL !== undefined)("storage with IPFS stopped mid-run"
   afterAll(async () => h?.stop());
 
   it("upload, read and remove answer 503 and nothing is recorded", async () => {
-    const kept = await h.client.call(StorageRpc.upload, {
+    const kept = await storeContent(h.client, {
       file: randomBytes(100),
       image: null,
       reason: "before",
@@ -27,7 +28,7 @@ describe.skipIf(REAL_KUBO_URL !== undefined)("storage with IPFS stopped mid-run"
     await h.node!.stop();
     const started = performance.now();
     await expectAppError(
-      h.client.call(StorageRpc.upload, { file: randomBytes(5000), image: null, reason: "during" }),
+      storeContent(h.client, { file: randomBytes(5000), image: null, reason: "during" }),
       "unavailable",
       ErrorCode.IPFS_UNAVAILABLE,
     );
