@@ -3,6 +3,7 @@ import { ErrorCode, errors } from "@fundraise/protocol";
 import { Contract, FetchRequest, isError, JsonRpcProvider } from "ethers";
 import type { ContractWalletChecker } from "../signatures/signature.ts";
 import { EIP1271_MAGIC_VALUE } from "../signatures/signature.ts";
+import { createJsonRpcClient } from "./json-rpc.ts";
 
 /** What sign-in reads from the chain: the platform role of an address, and contract-wallet signatures. */
 export interface ChainReader extends ContractWalletChecker {
@@ -35,6 +36,7 @@ export function createChainReader(options: {
     cacheTimeout: -1,
   });
   const registry = registryAt(options.deployment.registry, provider);
+  const rpc = createJsonRpcClient(options.url, options.timeoutMs);
 
   const unavailable = (cause: unknown) =>
     errors.unavailable(
@@ -58,10 +60,9 @@ export function createChainReader(options: {
     async roleOf(address) {
       const word = addressWord(address);
       try {
-        const [isAdmin, status] = await jsonRpcBatch(options.url, options.timeoutMs, [
-          call(`${hasRole}${ADMIN_ROLE.slice(2)}${word}`),
-          call(`${statusList}${word}`),
-        ]);
+        const [isAdmin, status] = (
+          await rpc.batch([call(`${hasRole}${ADMIN_ROLE.slice(2)}${word}`), call(`${statusList}${word}`)])
+        ).map(oneWord);
         return roleOf(BigInt(status as string), BigInt(isAdmin as string) !== 0n);
       } catch (cause) {
         throw unavailable(cause);
@@ -90,6 +91,7 @@ export function createChainReader(options: {
     },
     close() {
       provider.destroy();
+      rpc.close();
     },
   };
 }
@@ -100,31 +102,10 @@ function addressWord(address: string): string {
   return address.slice(2).toLowerCase().padStart(64, "0");
 }
 
-/**
- * Sends JSON-RPC calls as one batch (one HTTP request) and answers their results in order; any error,
- * of the transport or of one call, rejects. Each result must be a 32-byte word (`0x` + 64 hex digits).
- */
-async function jsonRpcBatch(
-  url: string,
-  timeoutMs: number,
-  calls: Array<{ method: string; params: unknown[] }>,
-): Promise<string[]> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(calls.map((c, id) => ({ jsonrpc: "2.0", id, ...c }))),
-    signal: AbortSignal.timeout(timeoutMs),
-  });
-  if (!response.ok) throw new Error(`the chain answered HTTP ${response.status}`);
-  const answers = (await response.json()) as Array<{ id: number; result?: unknown; error?: unknown }>;
-  if (!Array.isArray(answers))
-    throw new Error(`not a batch answer: ${JSON.stringify(answers).slice(0, 200)}`);
-  return calls.map((_, id) => {
-    const answer = answers.find((a) => a.id === id);
-    if (!answer || answer.error !== undefined || typeof answer.result !== "string") {
-      throw new Error(`eth_call failed: ${JSON.stringify(answer?.error ?? answer ?? "no answer")}`);
-    }
-    if (!/^0x[0-9a-fA-F]{64}$/.test(answer.result)) throw new Error(`not one word: ${answer.result}`);
-    return answer.result;
-  });
+/** An eth_call result that must be one 32-byte word (`0x` + 64 hex digits). */
+function oneWord(result: unknown): string {
+  if (typeof result !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(result)) {
+    throw new Error(`not one word: ${JSON.stringify(result)}`);
+  }
+  return result;
 }

@@ -10,7 +10,15 @@ import {
 } from "@fundraise/protocol";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Redis } from "ioredis";
-import { execAll } from "./redis-exec.ts";
+import { defineScript, execAll } from "./redis-exec.ts";
+
+// KEYS[1]: the session hash; ARGV: its life in seconds, then field, value pairs to set. One command
+// instead of a MULTI of three or four: it runs on every sign-in.
+const SET_FIELDS = `
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 0
+`;
 
 /**
  * The session state the gateway reads on every authenticated request (packages/protocol `sessions.ts`),
@@ -42,6 +50,7 @@ export function createSessionStore(deps: {
   const { redis } = deps;
   const key = (userId: number) => sessionKey(deps.prefix, userId);
   const ttl = deps.tokenTtlSeconds + 60;
+  const setFields = defineScript(redis, SET_FIELDS);
 
   return {
     async setRole(userId, role, em = deps.em()) {
@@ -53,10 +62,9 @@ export function createSessionStore(deps: {
       );
       const revokedBefore = row?.revoked_before == null ? null : Number(row.revoked_before);
       // Both fields from Postgres: a hash Redis lost must not come back without its revocation.
-      const k = key(userId);
-      const tx = redis.multi().hset(k, SESSION_FIELD.role, role);
-      if (revokedBefore !== null) tx.hset(k, SESSION_FIELD.revokedBefore, String(revokedBefore));
-      await execAll(tx.expire(k, ttl));
+      const fields: string[] = [SESSION_FIELD.role, role];
+      if (revokedBefore !== null) fields.push(SESSION_FIELD.revokedBefore, String(revokedBefore));
+      await setFields([key(userId)], [ttl, ...fields]);
       return revokedBefore;
     },
 

@@ -1,6 +1,7 @@
 import { randomInt } from "node:crypto";
 import { ErrorCode, errors } from "@fundraise/protocol";
 import type { Redis } from "ioredis";
+import { defineScript } from "../sessions/redis-exec.ts";
 
 export interface NonceStore {
   /**
@@ -70,6 +71,8 @@ export function createNonceStore(
   options: { ttlSeconds: number; maxPerAddress: number },
 ): NonceStore {
   const key = (address: string) => `${prefix}nonce:${address.toLowerCase()}`;
+  const issueScript = defineScript(redis, ISSUE);
+  const takeScript = defineScript(redis, TAKE);
   const run = async <T>(work: () => Promise<T>): Promise<T> => {
     try {
       return await work();
@@ -82,22 +85,13 @@ export function createNonceStore(
       const nonce = randomInt(MIN_NONCE, MAX_NONCE_EXCLUSIVE);
       const now = Date.now();
       await run(() =>
-        redis.eval(
-          ISSUE,
-          1,
-          key(address),
-          now,
-          now + options.ttlSeconds * 1000,
-          nonce,
-          ip,
-          options.maxPerAddress,
-        ),
+        issueScript([key(address)], [now, now + options.ttlSeconds * 1000, nonce, ip, options.maxPerAddress]),
       );
       return nonce;
     },
     async take(address, nonce) {
       if (!NONCE.test(nonce)) return false;
-      const taken = await run(() => redis.eval(TAKE, 1, key(address), Date.now(), nonce));
+      const taken = await run(() => takeScript([key(address)], [Date.now(), nonce]));
       return Number(taken) === 1;
     },
     async live(address) {

@@ -1,6 +1,6 @@
 import { ErrorCode, errors } from "@fundraise/protocol";
 import type { Redis } from "ioredis";
-import { execAll } from "../sessions/redis-exec.ts";
+import { defineScript } from "../sessions/redis-exec.ts";
 import { redisUnavailable } from "./nonce-store.ts";
 
 /** One counter: `subject` may make `limit` calls of `action` per window of `windowSeconds`. */
@@ -29,7 +29,28 @@ export const ipAddressSubject = (ip: string, address: string) => `ip:${ip}|${add
  * Per client IP and per IP + address, on top of the gateway's per-IP limits. Unlike the gateway, Redis
  * errors are not skipped: the nonces the same calls need live in Redis too, so the call answers 503 either way.
  */
+// KEYS: the counters; ARGV[i]: the life of KEYS[i] in seconds. Answers the counts, in order.
+const HIT = `
+local counts = {}
+for i, key in ipairs(KEYS) do
+  counts[i] = redis.call('INCR', key)
+  if counts[i] == 1 then redis.call('EXPIRE', key, ARGV[i]) end
+end
+return counts
+`;
+
+// Takes one call back from each counter that still exists (a counter whose window ended is not revived
+// without an expiry).
+const REFUND = `
+for _, key in ipairs(KEYS) do
+  if redis.call('EXISTS', key) == 1 then redis.call('DECR', key) end
+end
+return 0
+`;
+
 export function createRateLimiter(redis: Redis, prefix: string): RateLimiter {
+  const hitScript = defineScript(redis, HIT);
+  const refundScript = defineScript(redis, REFUND);
   return {
     async hit(limits) {
       const now = Date.now() / 1000;
@@ -38,13 +59,10 @@ export function createRateLimiter(redis: Redis, prefix: string): RateLimiter {
       );
       let counts: number[];
       try {
-        const multi = redis.multi();
-        limits.forEach((l, i) => {
-          const key = keys[i] as string;
-          multi.incr(key).expire(key, l.windowSeconds + 1);
-        });
-        const results = await execAll(multi);
-        counts = limits.map((_, i) => Number(results[2 * i]));
+        counts = (await hitScript(
+          keys,
+          limits.map((l) => l.windowSeconds + 1),
+        )) as number[];
       } catch (cause) {
         throw redisUnavailable(cause);
       }
@@ -54,9 +72,7 @@ export function createRateLimiter(redis: Redis, prefix: string): RateLimiter {
       return {
         async refund() {
           try {
-            const multi = redis.multi();
-            for (const key of keys) multi.decr(key);
-            await execAll(multi);
+            await refundScript(keys, []);
           } catch {
             // A refund lost to a Redis error only makes the limit a little stricter for this window.
           }
