@@ -5,6 +5,7 @@ export * from "./health-server.ts";
 export * from "./logger.ts";
 export * from "./orm.ts";
 export * from "./outbox.ts";
+export * from "./read-pool.ts";
 export * from "./run-service.ts";
 export * from "./service-database.ts";
 export * from "./shutdown.ts";

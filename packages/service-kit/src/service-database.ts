@@ -1,27 +1,33 @@
 import type { Bus } from "@fundraise/bus";
 import { createOrm, type Orm, type OrmSetup } from "./orm.ts";
 import { type ServiceOutbox, startOutbox } from "./outbox.ts";
+import { createReadPool, type ReadPool } from "./read-pool.ts";
 
 /** A service's own schema: its ORM (migrated) and the outbox of the events it owes. */
 export interface ServiceDatabase {
   orm: Orm;
   outbox: ServiceOutbox;
+  /** Plain connections for hot single-statement reads (read-pool.ts). */
+  reads: ReadPool;
   /** The outbox first (its last pass publishes what is committed), then the ORM. */
   stop(): Promise<void>;
 }
 
-/** Opens what every service with a database opens the same way: createOrm, then startOutbox. */
+/** Opens what every service with a database opens the same way: createOrm, startOutbox, a read pool. */
 export async function openServiceDatabase(
   setup: OrmSetup & { bus: Pick<Bus, "publish"> },
 ): Promise<ServiceDatabase> {
   const { bus, ...ormSetup } = setup;
   const orm = await createOrm(ormSetup);
   const outbox = startOutbox({ url: setup.url, schema: setup.schema, bus, log: setup.log });
+  const reads = createReadPool(setup.url);
   return {
     orm,
     outbox,
+    reads,
     async stop() {
       await outbox.stop();
+      await reads.close();
       await orm.close();
     },
   };

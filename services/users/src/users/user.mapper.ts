@@ -1,5 +1,6 @@
 import type { ProjectsRpc, ResponseOf, UserRole, UsersRpc } from "@fundraise/protocol";
 import type { User } from "./user.entity.ts";
+import type { AccountRow } from "./user.repository.ts";
 
 export type UserDtoOut = ResponseOf<typeof UsersRpc.get>;
 export type UserAccountOut = ResponseOf<typeof UsersRpc.markVerified>;
@@ -20,7 +21,7 @@ export function toUserDto(user: User, invitations: Invitation[] | null = null): 
 }
 
 /** A user as the auth service needs it: with the verification state, never sent to clients. */
-export function toUserAccount(user: User): UserAccountOut {
+export function toUserAccount(user: AccountRow): UserAccountOut {
   return {
     id: user.id,
     address: user.address,

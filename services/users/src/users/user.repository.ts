@@ -1,6 +1,6 @@
 import { claimMessage, enqueue, type TraceContext } from "@fundraise/bus";
 import type { EventDescriptor, PayloadOf, UserRole } from "@fundraise/protocol";
-import { inTransaction, type Tx } from "@fundraise/service-kit";
+import { inTransaction, type ReadPool, type Tx } from "@fundraise/service-kit";
 import { LockMode, sql } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { OwnedProject } from "./owned-project.entity.ts";
@@ -21,6 +21,12 @@ const COLUMN: Record<UniqueField, string> = {
 /** `lower(column) = lower(value)`: matches the case-insensitive unique indexes and uses them. */
 const sameCi = (field: UniqueField, value: string) => ({ [sql.lower(COLUMN[field])]: value.toLowerCase() });
 
+/** The fields of a user that sign-in needs (`toUserAccount`). */
+export type AccountRow = Pick<
+  User,
+  "id" | "address" | "username" | "name" | "surname" | "mailAddress" | "role" | "chainRole" | "isVerified"
+>;
+
 export type NewUserRow = Pick<
   User,
   "name" | "surname" | "username" | "address" | "role" | "isVerified" | "pendingUntil" | "proof"
@@ -36,6 +42,8 @@ export interface UserRepository {
   countVerified(): Promise<number>;
   findById(id: number): Promise<User | null>;
   findByAddress(address: string): Promise<User | null>;
+  /** The sign-in fields of the user with this address (any case): one indexed read, no entity. */
+  findAccountByAddress(address: string): Promise<AccountRow | null>;
   findByUsername(username: string): Promise<User | null>;
   findByIds(ids: number[]): Promise<User[]>;
   listAll(): Promise<User[]>;
@@ -75,7 +83,8 @@ export interface UserTx {
   claimOnce(consumer: string, messageKey: string): Promise<boolean>;
 }
 
-export function createUserRepository(em: () => EntityManager): UserRepository {
+/** `em` for units of work and entities; `reads` for the hot single-statement reads (sign-in, the count). */
+export function createUserRepository(em: () => EntityManager, reads: ReadPool): UserRepository {
   const txOf = ({ em: t, sql: executor }: Tx): UserTx => {
     const lockOne = (where: object) => t.findOne(User, where, { lockMode: LockMode.PESSIMISTIC_WRITE });
     return {
@@ -126,9 +135,23 @@ export function createUserRepository(em: () => EntityManager): UserRepository {
 
   return {
     transaction: (work) => inTransaction(em(), (tx) => work(txOf(tx)), conflictOfConstraint),
-    countVerified: () => em().count(User, { isVerified: true }),
+    async countVerified() {
+      const [row] = await reads.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM ${USERS_SCHEMA}."user" WHERE is_verified`,
+      );
+      return row?.n ?? 0;
+    },
     findById: (id) => em().findOne(User, { id }),
     findByAddress: (address) => em().findOne(User, sameCi("address", address)),
+    async findAccountByAddress(address) {
+      const [row] = await reads.query<AccountRow>(
+        `SELECT id, address, username, name, surname, mail_address AS "mailAddress", role,
+                chain_role AS "chainRole", is_verified AS "isVerified"
+           FROM ${USERS_SCHEMA}."user" WHERE lower(address) = $1`,
+        [address.toLowerCase()],
+      );
+      return row ?? null;
+    },
     findByUsername: (username) => em().findOne(User, sameCi("username", username)),
     findByIds: (ids) =>
       ids.length === 0

@@ -351,8 +351,8 @@ export function createUserService(deps: UserServiceDeps): UserService {
     },
 
     async byAddress(address) {
-      const user = await users.findByAddress(address);
-      return user ? toUserAccount(user) : null;
+      const account = await users.findAccountByAddress(address);
+      return account ? toUserAccount(account) : null;
     },
 
     async byUsername(username) {
