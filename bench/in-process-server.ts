@@ -3,7 +3,7 @@
  * served directly by fastify in one process: no gateway, no broker.
  */
 import { ok } from "@fundraise/protocol";
-import { createLogger, createOrm, createReadPool } from "@fundraise/service-kit";
+import { createLogger, createOrm, createSqlPool } from "@fundraise/service-kit";
 import Fastify from "fastify";
 import { migrations } from "../services/users/src/db/migrations/index.ts";
 import { User } from "../services/users/src/users/user.entity.ts";
@@ -18,8 +18,8 @@ const orm = await createOrm({
   migrations,
   log,
 });
-const reads = createReadPool(process.env.DATABASE_URL as string);
-const users = createUserService({ users: createUserRepository(() => orm.em.fork(), reads) });
+const pool = createSqlPool(process.env.DATABASE_URL as string);
+const users = createUserService({ users: createUserRepository(() => orm.em.fork(), pool) });
 const app = Fastify();
 app.get("/user/learnusercount", async () => ok(await users.countVerified()));
 const address = await app.listen({ port: Number(process.env.PORT ?? 0), host: "127.0.0.1" });
@@ -27,7 +27,7 @@ process.stdout.write(`listening ${address}\n`);
 process.on("SIGTERM", () => {
   void app
     .close()
-    .then(() => reads.close())
+    .then(() => pool.close())
     .then(() => orm.close())
     .then(() => process.exit(0));
 });

@@ -1,14 +1,14 @@
 import type { Bus } from "@fundraise/bus";
 import { createOrm, type Orm, type OrmSetup } from "./orm.ts";
 import { type ServiceOutbox, startOutbox } from "./outbox.ts";
-import { createReadPool, type ReadPool } from "./read-pool.ts";
+import { createSqlPool, type SqlPool } from "./sql-pool.ts";
 
 /** A service's own schema: its ORM (migrated) and the outbox of the events it owes. */
 export interface ServiceDatabase {
   orm: Orm;
   outbox: ServiceOutbox;
-  /** Plain connections for hot single-statement reads (read-pool.ts). */
-  reads: ReadPool;
+  /** Plain connections for hot statements that stand alone (sql-pool.ts). */
+  pool: SqlPool;
   /** The outbox first (its last pass publishes what is committed), then the ORM. */
   stop(): Promise<void>;
 }
@@ -20,14 +20,14 @@ export async function openServiceDatabase(
   const { bus, ...ormSetup } = setup;
   const orm = await createOrm(ormSetup);
   const outbox = startOutbox({ url: setup.url, schema: setup.schema, bus, log: setup.log });
-  const reads = createReadPool(setup.url);
+  const pool = createSqlPool(setup.url);
   return {
     orm,
     outbox,
-    reads,
+    pool,
     async stop() {
       await outbox.stop();
-      await reads.close();
+      await pool.close();
       await orm.close();
     },
   };

@@ -1,6 +1,6 @@
 import type { Bus } from "@fundraise/bus";
 import { loadDeployment } from "@fundraise/contracts";
-import { createOrm, type Logger, type ServiceApp, startOutbox } from "@fundraise/service-kit";
+import { createOrm, createSqlPool, type Logger, type ServiceApp, startOutbox } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import { type ChainReader, createChainReader } from "./chain/chain.ts";
 import type { AuthConfig } from "./config.ts";
@@ -56,6 +56,8 @@ export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus:
     });
     closers.push(() => orm.close());
     const em = () => orm.em.fork();
+    const pool = createSqlPool(config.db.url);
+    closers.push(() => pool.close());
 
     // Auto-pipelining: the commands of one event-loop turn go out in one write; one write per command was
     // the largest single cost of a sign-in here (docs/decisions.md, "Sign-in throughput").
@@ -99,6 +101,7 @@ export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus:
       prefix: config.redis.prefix,
       tokenTtlSeconds: config.jwt.ttlSeconds,
       em,
+      pool,
     });
     // Login and register check signed messages (legacy texts, EIP-4361, EIP-1271) and consume nonces alike.
     const nonces = createNonceStore(redis, config.redis.prefix, {

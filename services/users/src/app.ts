@@ -18,7 +18,7 @@ export async function startUsersApp(deps: {
   bus: Bus;
 }): Promise<ServiceApp> {
   const { config, log, bus } = deps;
-  const { orm, outbox, reads, stop } = await openServiceDatabase({
+  const { orm, outbox, pool, stop } = await openServiceDatabase({
     url: config.db.url,
     schema: USERS_SCHEMA,
     entities: [User, RoleChange, OwnedProject],
@@ -35,7 +35,7 @@ export async function startUsersApp(deps: {
         { ...ctx, timeoutMs: config.projects.invitationsTimeoutMs },
       );
     const users = createUserService({
-      users: createUserRepository(() => orm.em.fork(), reads),
+      users: createUserRepository(() => orm.em.fork(), pool),
       pendingInvitations,
       chainRole: async (address, ctx) => (await bus.call(ChainRpc.role, { address }, ctx)).role,
     });

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { sessionKey } from "@fundraise/protocol";
-import { createOrm, type Orm, silentLogger } from "@fundraise/service-kit";
+import { createOrm, createSqlPool, type Orm, type SqlPool, silentLogger } from "@fundraise/service-kit";
 import { createTestDatabase, type TestDatabase } from "@fundraise/service-kit/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,6 +13,7 @@ import { createSessionStore, type SessionStore } from "./session-store.ts";
 let db: TestDatabase;
 let orm: Orm;
 let redis: Redis;
+let pool: SqlPool;
 let sessions: SessionStore;
 const prefix = `test:sessions:${randomBytes(6).toString("hex")}:`;
 const key = (userId: number) => sessionKey(prefix, userId);
@@ -27,13 +28,15 @@ beforeAll(async () => {
     log: silentLogger(),
   });
   redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
-  sessions = createSessionStore({ redis, prefix, tokenTtlSeconds: 7200, em: () => orm.em.fork() });
+  pool = createSqlPool(db.url);
+  sessions = createSessionStore({ redis, prefix, tokenTtlSeconds: 7200, em: () => orm.em.fork(), pool });
 });
 
 afterAll(async () => {
   const keys = await redis?.keys(`${prefix}*`);
   if (keys?.length) await redis.del(...keys);
   await redis?.quit();
+  await pool?.close();
   await orm?.close();
   await db?.dispose();
 });

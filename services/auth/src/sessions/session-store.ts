@@ -8,6 +8,7 @@ import {
   sessionKey,
   type UserRole,
 } from "@fundraise/protocol";
+import { executorOf, type SqlPool } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Redis } from "ioredis";
 import { defineScript, execAll } from "./redis-exec.ts";
@@ -46,19 +47,28 @@ export function createSessionStore(deps: {
   prefix: string;
   tokenTtlSeconds: number;
   em: () => EntityManager;
+  /** For the writes that stand alone (a sign-in's): one statement, no unit of work. */
+  pool: SqlPool;
 }): SessionStore {
   const { redis } = deps;
   const key = (userId: number) => sessionKey(deps.prefix, userId);
   const ttl = deps.tokenTtlSeconds + 60;
   const setFields = defineScript(redis, SET_FIELDS);
+  /** One statement with `$n` parameters: on the caller's transaction when given one, else on the pool. */
+  const run = async <R extends Record<string, unknown>>(
+    sql: string,
+    params: unknown[],
+    em?: EntityManager,
+  ) => (em ? ((await executorOf(em).query(sql, params)).rows as R[]) : deps.pool.query<R>(sql, params));
 
   return {
-    async setRole(userId, role, em = deps.em()) {
-      const [row] = await em.execute<{ revoked_before: string | number | null }[]>(
-        `insert into auth.session (user_id, role) values (?, ?)
+    async setRole(userId, role, em) {
+      const [row] = await run<{ revoked_before: string | number | null }>(
+        `insert into auth.session (user_id, role) values ($1, $2)
          on conflict (user_id) do update set role = excluded.role, updated_at = now()
          returning revoked_before`,
         [userId, role],
+        em,
       );
       const revokedBefore = row?.revoked_before == null ? null : Number(row.revoked_before);
       // Both fields from Postgres: a hash Redis lost must not come back without its revocation.

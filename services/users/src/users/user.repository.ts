@@ -1,6 +1,6 @@
 import { claimMessage, enqueue, type TraceContext } from "@fundraise/bus";
 import type { EventDescriptor, PayloadOf, UserRole } from "@fundraise/protocol";
-import { inTransaction, type ReadPool, type Tx } from "@fundraise/service-kit";
+import { inTransaction, type SqlPool, type Tx } from "@fundraise/service-kit";
 import { LockMode, sql } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { OwnedProject } from "./owned-project.entity.ts";
@@ -83,8 +83,8 @@ export interface UserTx {
   claimOnce(consumer: string, messageKey: string): Promise<boolean>;
 }
 
-/** `em` for units of work and entities; `reads` for the hot single-statement reads (sign-in, the count). */
-export function createUserRepository(em: () => EntityManager, reads: ReadPool): UserRepository {
+/** `em` for units of work and entities; `pool` for the hot single-statement reads (sign-in, the count). */
+export function createUserRepository(em: () => EntityManager, pool: SqlPool): UserRepository {
   const txOf = ({ em: t, sql: executor }: Tx): UserTx => {
     const lockOne = (where: object) => t.findOne(User, where, { lockMode: LockMode.PESSIMISTIC_WRITE });
     return {
@@ -136,7 +136,7 @@ export function createUserRepository(em: () => EntityManager, reads: ReadPool): 
   return {
     transaction: (work) => inTransaction(em(), (tx) => work(txOf(tx)), conflictOfConstraint),
     async countVerified() {
-      const [row] = await reads.query<{ n: number }>(
+      const [row] = await pool.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM ${USERS_SCHEMA}."user" WHERE is_verified`,
       );
       return row?.n ?? 0;
@@ -144,7 +144,7 @@ export function createUserRepository(em: () => EntityManager, reads: ReadPool): 
     findById: (id) => em().findOne(User, { id }),
     findByAddress: (address) => em().findOne(User, sameCi("address", address)),
     async findAccountByAddress(address) {
-      const [row] = await reads.query<AccountRow>(
+      const [row] = await pool.query<AccountRow>(
         `SELECT id, address, username, name, surname, mail_address AS "mailAddress", role,
                 chain_role AS "chainRole", is_verified AS "isVerified"
            FROM ${USERS_SCHEMA}."user" WHERE lower(address) = $1`,

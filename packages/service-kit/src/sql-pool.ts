@@ -2,18 +2,19 @@ import pg from "pg";
 import { translateDbError } from "./db-errors.ts";
 
 /**
- * Plain `pg` connections for the hot reads of a service (one statement, committed rows, no unit of
- * work): a sign-in's account lookup, a count. MikroORM's `findOne` costs about half a millisecond of CPU
- * per call in metadata, query building and hydration, more than the query itself; here a read is the
- * query and its rows. Writes and anything that must commit with an event stay on the ORM's transaction.
+ * Plain `pg` connections for statements that stand alone (autocommit, no unit of work) on a hot path:
+ * a sign-in's account lookup, a count, the session upsert of a sign-in. MikroORM's `findOne` costs about
+ * half a millisecond of CPU per call in metadata, query building and hydration, more than the query
+ * itself; here a statement is the query and its rows. Anything that must commit together with other
+ * changes or with an event stays on the ORM's transaction.
  */
-export interface ReadPool {
+export interface SqlPool {
   /** Rows of one statement with `$n` parameters; a lost database is `unavailable` (DB_UNAVAILABLE). */
   query<R extends Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
   close(): Promise<void>;
 }
 
-export function createReadPool(url: string, options: { max?: number } = {}): ReadPool {
+export function createSqlPool(url: string, options: { max?: number } = {}): SqlPool {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,

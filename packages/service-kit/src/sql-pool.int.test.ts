@@ -1,45 +1,45 @@
 import { ErrorCode } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createReadPool } from "./read-pool.ts";
+import { createSqlPool } from "./sql-pool.ts";
 import { expectAppError } from "./testing/assertions.ts";
 import { createTestDatabase, type TestDatabase } from "./testing/database.ts";
 
-// The plain read connections services use for hot single-statement reads, on real Postgres.
+// The plain connections services use for hot single statements, on real Postgres.
 let db: TestDatabase;
 beforeAll(async () => {
-  db = await createTestDatabase("kit_reads");
+  db = await createTestDatabase("kit_sql_pool");
 });
 afterAll(async () => {
   await db?.dispose();
 });
 
-describe("createReadPool", () => {
+describe("createSqlPool", () => {
   it("answers a statement's rows with their column names, parameters bound", async () => {
-    const reads = createReadPool(db.url);
+    const pool = createSqlPool(db.url);
     try {
       await expect(
-        reads.query<{ n: number; word: string }>("SELECT $1::int + 1 AS n, lower($2) AS word", [41, "HeLLo"]),
+        pool.query<{ n: number; word: string }>("SELECT $1::int + 1 AS n, lower($2) AS word", [41, "HeLLo"]),
       ).resolves.toEqual([{ n: 42, word: "hello" }]);
     } finally {
-      await reads.close();
+      await pool.close();
     }
   });
 
   it("answers a database it cannot reach as unavailable (DB_UNAVAILABLE), not as an internal error", async () => {
-    const reads = createReadPool("postgres://postgres@127.0.0.1:1/none");
+    const pool = createSqlPool("postgres://postgres@127.0.0.1:1/none");
     try {
-      await expectAppError(reads.query("SELECT 1"), "unavailable", ErrorCode.DB_UNAVAILABLE);
+      await expectAppError(pool.query("SELECT 1"), "unavailable", ErrorCode.DB_UNAVAILABLE);
     } finally {
-      await reads.close();
+      await pool.close();
     }
   });
 
   it("keeps a wrong statement the error it is (a bug, not an outage)", async () => {
-    const reads = createReadPool(db.url);
+    const pool = createSqlPool(db.url);
     try {
-      await expect(reads.query("SELECT * FROM no_such_table")).rejects.toMatchObject({ code: "42P01" });
+      await expect(pool.query("SELECT * FROM no_such_table")).rejects.toMatchObject({ code: "42P01" });
     } finally {
-      await reads.close();
+      await pool.close();
     }
   });
 });
