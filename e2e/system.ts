@@ -144,6 +144,8 @@ export async function startSystem(
     env?: Record<string, string>;
     /** Variables of one service only (a health port of its own, say), by service name. */
     serviceEnv?: Record<string, Record<string, string>>;
+    /** An IPFS RPC API already running (a benchmark's node in a process of its own): none is started. */
+    ipfsUrl?: string;
   } = {},
 ): Promise<System> {
   const services = options.services ?? ALL_SERVICES;
@@ -154,7 +156,7 @@ export async function startSystem(
     startAnvil(),
     startSmtp(),
     freePort(),
-    startIpfs(services.includes("storage"), stateDir),
+    startIpfs(services.includes("storage") && options.ipfsUrl === undefined, stateDir),
   ]);
   let ipfs = firstIpfs;
   const { deployment } = await deployFresh(anvil.url);
@@ -178,6 +180,7 @@ export async function startSystem(
     MAIL_DIR: join(stateDir, "mail"),
     LOG_LEVEL: "warn",
     ...(ipfs ? { IPFS_API_URL: ipfs.url } : {}),
+    ...(options.ipfsUrl ? { IPFS_API_URL: options.ipfsUrl } : {}),
     ...options.env,
   };
   let output = "";
@@ -265,6 +268,7 @@ export async function startSystem(
     amqpUrl: vhost.url,
     redisPrefix,
     ...(ipfs ? { ipfsUrl: ipfs.url } : {}),
+    ...(options.ipfsUrl ? { ipfsUrl: options.ipfsUrl } : {}),
     pids: Object.fromEntries(services.map((name, i) => [name, children[i]?.pid ?? 0])),
     startService(name, extraEnv) {
       const child = spawnService(name, extraEnv);

@@ -3,6 +3,7 @@ import {
   ErrorCode,
   errors,
   isAppError,
+  type JournalMode,
   type RpcDescriptor,
   toAppError,
   validatorOf,
@@ -11,7 +12,7 @@ import type { Channel, ChannelModel, ConsumeMessage, Message, Options } from "am
 import type { Logger } from "pino";
 import { BatchedAcks } from "./acks.ts";
 import { type RpcHandler, WithMessage } from "./bus.ts";
-import { decodeBody, encodeBody } from "./codec.ts";
+import { decodeBody, encodeBody, withoutBytes } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { type ConsumerRole, type Consumers, messageContext } from "./consumers.ts";
 import {
@@ -126,7 +127,7 @@ export class RpcServer {
       return;
     }
     let reply: ReplyParts;
-    let journaled = true;
+    let journaled: JournalMode = true;
     try {
       const entry = role.handlers.get(name);
       // Reaching an instance that does not serve the name means another instance bound it (a mixed
@@ -168,7 +169,7 @@ export class RpcServer {
     name: string,
     requestId: string,
     reply: ReplyParts,
-    journaled: boolean,
+    journaled: JournalMode,
   ): void {
     const replyTo = request.properties.replyTo;
     let encoded: ReturnType<typeof encodeBody>;
@@ -202,6 +203,13 @@ export class RpcServer {
         return;
       }
     }
-    if (this.bus.journal && journaled) this.bus.journal.copy(name, encoded.body, properties);
+    if (this.bus.journal && journaled) {
+      if (journaled === "without-bytes") {
+        const summary = encodeBody(withoutBytes(reply.envelope));
+        this.bus.journal.copy(name, summary.body, { ...properties, contentType: summary.contentType });
+      } else {
+        this.bus.journal.copy(name, encoded.body, properties);
+      }
+    }
   }
 }

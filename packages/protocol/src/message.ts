@@ -17,11 +17,16 @@ export interface RpcDescriptor<Req extends TSchema = TSchema, Res extends TSchem
   /** Default deadline for a call; uploads and chain reads ask for more. */
   readonly timeoutMs: number | undefined;
   /**
-   * False for calls that carry secrets (signatures, tokens, JWTs): they are never copied to the
-   * replayable journal, which keeps messages for days.
+   * What the replayable journal, which keeps messages for days, gets of a request: `true` all of it;
+   * `false` nothing (calls that carry secrets: signatures, tokens, JWTs); `"without-bytes"` the request
+   * with each byte string replaced by its length (`{ $bytes: n }`): the parts of an upload, whose
+   * content is kept by IPFS under its CID, and would otherwise double the bytes every upload sends
+   * through the broker and fill the journal with users' files.
    */
-  readonly journal: boolean;
+  readonly journal: JournalMode;
 }
+
+export type JournalMode = boolean | "without-bytes";
 
 /** A fact that happened: `<service>.<entity>.<past-participle>`. */
 export interface EventDescriptor<P extends TSchema = TSchema> {
@@ -36,7 +41,7 @@ export type PayloadOf<D extends EventDescriptor> = Static<D["payload"]>;
 
 export function defineRpc<Req extends TSchema, Res extends TSchema>(
   name: `${ServiceName}.${string}.${string}`,
-  shape: { request: Req; response: Res; timeoutMs?: number; journal?: boolean },
+  shape: { request: Req; response: Res; timeoutMs?: number; journal?: JournalMode },
 ): RpcDescriptor<Req, Res> {
   const service = name.slice(0, name.indexOf(".")) as ServiceName;
   return {

@@ -5,8 +5,9 @@ import { defineRpc, type RpcDescriptor, type ServiceName } from "./message.ts";
 /**
  * A stream of bytes over RPC (packages/bus `StreamWriter`, `serveStream`): opened on any instance of the
  * service, after which its parts, its finish, its abort (and a writer's "alive?") go to that instance
- * alone, on a queue of its own. Parts are numbered bytes (CBOR on the bus, journaled like any message),
- * each at most `partBytes`.
+ * alone, on a queue of its own. Parts are numbered bytes (CBOR on the bus), each at most `partBytes`;
+ * the journal keeps a part without its bytes (their length only): the content ends where the stream
+ * puts it (IPFS, under its CID), and a part alone cannot be replayed into anything.
  */
 const StreamId = Type.String({ pattern: "^[0-9a-f]{32}$" });
 
@@ -85,6 +86,7 @@ export function defineStream<O extends TObject, F extends TSchema, R extends TSc
       request: StreamPart,
       response: Type.Null(),
       timeoutMs: shape.partTimeoutMs,
+      journal: "without-bytes",
     }),
     finish: defineRpc(`${name}.finish`, {
       request: finishRequest(shape.finish.request),

@@ -73,6 +73,12 @@ export const TestRpc = {
       attempt: Type.Integer(),
     }),
   }),
+  /** Carries content: journaled without its bytes (their length only). */
+  content: defineRpc("users.test.content", {
+    request: Type.Object({ file: Bytes, name: Type.String() }),
+    response: Type.Object({ echoed: Bytes }),
+    journal: "without-bytes",
+  }),
   /** Carries a secret: never copied to the journal. */
   secret: defineRpc("users.test.secret", {
     request: Type.Object({ token: Type.String() }),
