@@ -19,23 +19,14 @@ export function translateDbError(error: unknown, conflict?: { code: string; mess
  * A Postgres error that says the connection or the server went away, not that the statement was wrong:
  * class 08 (connection exception), class 57 (operator intervention: a terminated backend, a shutdown,
  * a server starting up) and class 53 (insufficient resources, e.g. too many connections). A driver error
- * of a closed or refused socket, or of a pool that could not connect in time, has no SQLSTATE but says so.
+ * of a closed socket has no SQLSTATE but says so.
  */
 function isConnectionLoss(error: unknown): boolean {
   for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined; e; ) {
     if (typeof e.code === "string" && /^(08|57|53)[0-9A-Z]{3}$/.test(e.code)) return true;
-    // The driver's own: the server could not be reached at all.
-    if (
-      typeof e.code === "string" &&
-      /^E(CONNREFUSED|CONNRESET|PIPE|TIMEDOUT|NOTFOUND|AI_AGAIN)$/.test(e.code)
-    ) {
-      return true;
-    }
     if (
       typeof e.message === "string" &&
-      /Connection terminated|connection (is )?closed|terminating connection|timeout exceeded when trying to connect/i.test(
-        e.message,
-      )
+      /Connection terminated|connection (is )?closed|terminating connection/i.test(e.message)
     ) {
       return true;
     }

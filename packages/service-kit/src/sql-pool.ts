@@ -1,3 +1,4 @@
+import { ErrorCode, errors } from "@fundraise/protocol";
 import pg from "pg";
 import { translateDbError } from "./db-errors.ts";
 
@@ -28,9 +29,23 @@ export function createSqlPool(url: string, options: { max?: number } = {}): SqlP
       try {
         return (await pool.query<R>(text, params)).rows;
       } catch (error) {
+        // The pool's own failures to reach the server have no SQLSTATE: refused, reset, not in time.
+        if (unreachable(error)) {
+          throw errors.unavailable(ErrorCode.DB_UNAVAILABLE, "The database is unavailable.", {
+            cause: error,
+          });
+        }
         throw translateDbError(error);
       }
     },
     close: () => pool.end(),
   };
+}
+
+function unreachable(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return (
+    (typeof code === "string" && /^E(CONNREFUSED|CONNRESET|PIPE|TIMEDOUT|NOTFOUND|AI_AGAIN)$/.test(code)) ||
+    (typeof message === "string" && /timeout exceeded when trying to connect/i.test(message))
+  );
 }
