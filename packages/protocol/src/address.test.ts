@@ -40,6 +40,13 @@ describe("parseAddress", () => {
     expect(parseAddress(typo)).toBeUndefined();
   });
 
+  it("refuses a wrong checksum of an address whose checksum it already knows (the remembered form)", () => {
+    const [address] = CHECKSUMMED as [string];
+    expect(parseAddress(address.toLowerCase())).toBe(address);
+    expect(parseAddress(flipFirstLetter(address))).toBeUndefined();
+    expect(parseAddress(address)).toBe(address);
+  });
+
   it.each([
     ["empty", ""],
     ["too short", "0x123"],

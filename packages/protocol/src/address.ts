@@ -19,12 +19,28 @@ export const ADDRESS_PROBLEM =
 export function parseAddress(input: string): string | undefined {
   const value = input.trim();
   if (!ADDRESS_PATTERN.test(value)) return undefined;
-  try {
-    // Checksums lower- or upper-case digits, and throws on mixed case with a wrong checksum.
-    return getAddress(value);
-  } catch {
-    return undefined;
+  const checksummed = checksumOf(value.slice(2).toLowerCase());
+  // No checksum to check in one case; mixed case must be exactly the EIP-55 form.
+  const digits = value.slice(2);
+  if (digits === digits.toLowerCase() || digits === digits.toUpperCase()) return checksummed;
+  return value === checksummed ? checksummed : undefined;
+}
+
+/**
+ * EIP-55 of 40 lower-case hex digits, remembered: the checksum is a keccak256 in JavaScript (about
+ * 40 µs), and one sign-in parses the same address four times across the gateway and the auth service.
+ * Bounded: past `CHECKSUMS_KEPT` entries the oldest go first.
+ */
+const CHECKSUMS_KEPT = 10_000;
+const checksums = new Map<string, string>();
+function checksumOf(lowerDigits: string): string {
+  let checksummed = checksums.get(lowerDigits);
+  if (checksummed === undefined) {
+    checksummed = getAddress(`0x${lowerDigits}`);
+    if (checksums.size >= CHECKSUMS_KEPT) checksums.delete(checksums.keys().next().value as string);
+    checksums.set(lowerDigits, checksummed);
   }
+  return checksummed;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Bus, RequestContext } from "@fundraise/bus";
+import type { ChainRole } from "@fundraise/contracts";
 import {
   type AuthRpc,
   ErrorCode,
@@ -53,8 +54,12 @@ export function createSignInService(deps: SignInServiceDeps): SignInService {
    * Reads the chain role and tells the users service when the chain changed since it last saw it; the
    * users service decides whether the chain's change or an admin's is newer (behaviour.md §7).
    */
-  async function refreshRole(account: Account, ctx: RequestContext): Promise<Account | null> {
-    const role = await chain.roleOf(account.address);
+  async function refreshRole(
+    account: Account,
+    chainRole: Promise<ChainRole>,
+    ctx: RequestContext,
+  ): Promise<Account | null> {
+    const role = await chainRole;
     if (role === account.chainRole) return account;
     const current = await bus.call(UsersRpc.setChainRole, { address: account.address, role }, ctx);
     if (current && current.role !== account.role) {
@@ -115,10 +120,14 @@ export function createSignInService(deps: SignInServiceDeps): SignInService {
       });
       const refuse = (reason: string) => refusal("login", ctx.log, reason, address);
 
+      // The chain read needs only the address: it runs while the users service looks the account up.
+      // Its failure (chain down: 503) is said only after the account checks, as when it ran after them.
+      const chainRole = chain.roleOf(address);
+      chainRole.catch(() => {});
       const account = await bus.call(UsersRpc.byAddress, { address }, ctx);
       if (!account) throw refuse("unknown address");
       if (!account.isVerified) throw errors.forbidden(ErrorCode.EMAIL_NOT_VERIFIED, NOT_VERIFIED_MESSAGE);
-      const current = await refreshRole(account, ctx);
+      const current = await refreshRole(account, chainRole, ctx);
       if (!current) throw refuse("user removed during sign-in");
       // The gateway prefers the session's role to the claim: it must be this one before the token is out.
       let revokedBefore: number | null;
