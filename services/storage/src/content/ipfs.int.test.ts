@@ -63,4 +63,32 @@ describe("the Kubo RPC client's failures as the platform's errors", () => {
     const ipfs = createKuboIpfs({ url, timeoutMs: 1000, readTimeoutMs: 1000 });
     await expect(checkIpfs(ipfs, 0, silentLogger())).rejects.toThrow(/import settings differ/);
   });
+
+  it("follows no redirect (patched kubo-rpc-client): a streamed add is sent once, not cloned and kept", async () => {
+    // undici clones a request it may have to redirect, which tees a streamed body: every chunk copied and
+    // the whole upload kept by the branch nobody reads. The patch asks for redirect "error"; a node that
+    // answers a redirect is then a failure (503), and the add never reaches the other address.
+    let followed = 0;
+    const elsewhere = await serve((req, res) => {
+      followed++;
+      req.resume();
+      res.end("{}");
+    });
+    const url = await serve((req, res) => {
+      req.resume();
+      res.writeHead(307, { Location: `${elsewhere}${req.url}` });
+      res.end();
+    });
+    const ipfs = createKuboIpfs({ url, timeoutMs: 1000, readTimeoutMs: 1000 });
+    async function* content() {
+      yield new Uint8Array(1024);
+    }
+    await expectAppError(
+      ipfs.addDirectory([{ name: "whitepaper", content: content() }]),
+      "unavailable",
+      ErrorCode.IPFS_UNAVAILABLE,
+    );
+    await expectAppError(ipfs.selfCheck(), "unavailable", ErrorCode.IPFS_UNAVAILABLE);
+    expect(followed).toBe(0);
+  });
 });
