@@ -34,6 +34,17 @@ describe("createSqlPool", () => {
     }
   });
 
+  it("answers a statement the server does not finish in time as unavailable, not a hang", async () => {
+    const pool = createSqlPool(db.url, { queryTimeoutMs: 200 });
+    try {
+      const started = performance.now();
+      await expectAppError(pool.query("SELECT pg_sleep(2)"), "unavailable", ErrorCode.DB_UNAVAILABLE);
+      expect(performance.now() - started).toBeLessThan(1500);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it("keeps a wrong statement the error it is (a bug, not an outage)", async () => {
     const pool = createSqlPool(db.url);
     try {

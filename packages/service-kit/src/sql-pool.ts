@@ -15,12 +15,14 @@ export interface SqlPool {
   close(): Promise<void>;
 }
 
-export function createSqlPool(url: string, options: { max?: number } = {}): SqlPool {
+export function createSqlPool(url: string, options: { max?: number; queryTimeoutMs?: number } = {}): SqlPool {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 5_000,
+    // A server that stops answering fails the statement instead of holding the caller until its deadline.
+    query_timeout: options.queryTimeoutMs ?? 10_000,
   });
   // An idle client whose server went away: the next query gets a fresh one; nothing to crash for.
   pool.on("error", () => {});
@@ -29,7 +31,8 @@ export function createSqlPool(url: string, options: { max?: number } = {}): SqlP
       try {
         return (await pool.query<R>(text, params)).rows;
       } catch (error) {
-        // The pool's own failures to reach the server have no SQLSTATE: refused, reset, not in time.
+        // The pool's own failures to reach the server have no SQLSTATE: refused, reset, not in time, no
+        // answer in time.
         if (unreachable(error)) {
           throw errors.unavailable(ErrorCode.DB_UNAVAILABLE, "The database is unavailable.", {
             cause: error,
@@ -46,6 +49,7 @@ function unreachable(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
   return (
     (typeof code === "string" && /^E(CONNREFUSED|CONNRESET|PIPE|TIMEDOUT|NOTFOUND|AI_AGAIN)$/.test(code)) ||
-    (typeof message === "string" && /timeout exceeded when trying to connect/i.test(message))
+    (typeof message === "string" &&
+      /timeout exceeded when trying to connect|Query read timeout/i.test(message))
   );
 }
