@@ -19,9 +19,9 @@ export interface RpcDescriptor<Req extends TSchema = TSchema, Res extends TSchem
   /**
    * What the replayable journal, which keeps messages for days, gets of a request: `true` all of it;
    * `false` nothing (calls that carry secrets: signatures, tokens, JWTs); `"without-bytes"` the request
-   * with each byte string replaced by its length (`{ $bytes: n }`): the parts of an upload, whose
-   * content is kept by IPFS under its CID, and would otherwise double the bytes every upload sends
-   * through the broker and fill the journal with users' files.
+   * with each byte string replaced by its length (`{ $bytes: n }`): the parts of an upload and the
+   * content read back, which IPFS keeps under its CID, and which would otherwise double the bytes that
+   * cross the broker and fill the journal with users' files.
    */
   readonly journal: JournalMode;
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
+import * as protocol from "./index.ts";
 import {
   AppError,
+  Bytes,
   ERROR_KINDS,
   ErrorCode,
   errors,
@@ -77,6 +79,26 @@ describe("descriptors", () => {
     );
     expect(v.check({ caller, project: { ...project, content: null } })).toBe(true);
     expect(v.check({ caller, project: { ...project, file: new Uint8Array([1, 2]) } })).toBe(false);
+  });
+
+  it("never journal a byte string whole: every call that carries bytes is journaled without them", () => {
+    const carriesBytes = (schema: unknown, depth = 0): boolean => {
+      if (schema === Bytes) return true;
+      if (schema === null || typeof schema !== "object" || depth > 20) return false;
+      return Object.values(schema).some((v) => carriesBytes(v, depth + 1));
+    };
+    const descriptors: protocol.RpcDescriptor[] = [];
+    const collect = (value: unknown, depth = 0) => {
+      if (value === null || typeof value !== "object" || depth > 2) return;
+      if ((value as { type?: unknown }).type === "rpc") descriptors.push(value as protocol.RpcDescriptor);
+      else for (const v of Object.values(value)) collect(v, depth + 1);
+    };
+    collect(protocol);
+    const withBytes = descriptors.filter((d) => carriesBytes(d.request) || carriesBytes(d.response));
+    expect(withBytes.map((d) => d.name).sort()).toEqual(
+      expect.arrayContaining(["storage.content.read", "storage.upload.part"]),
+    );
+    for (const d of withBytes) expect(d.journal, d.name).not.toBe(true);
   });
 
   it("write records with the wire names of the existing client", () => {

@@ -58,11 +58,15 @@ export const StorageRpc = {
     response: Type.Boolean(),
     timeoutMs: 30_000,
   }),
-  /** The whitepaper's bytes, read back from IPFS; content that cannot be found fails fast (404). */
+  /**
+   * The whitepaper's bytes, read back from IPFS; content that cannot be found fails fast (404). The
+   * journal keeps the answer's length, not the file: IPFS keeps that under its CID.
+   */
   read: defineRpc("storage.content.read", {
     request: Type.Object({ fileHash: FileHash }),
     response: Bytes,
     timeoutMs: 30_000,
+    journal: "without-bytes",
   }),
 } as const;
 
