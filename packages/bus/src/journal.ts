@@ -1,7 +1,8 @@
+import type { JournalMode } from "@fundraise/protocol";
 import type { Channel, ConsumeMessage, Options } from "amqplib";
 import { Encoder } from "cbor-x";
 import type { Logger } from "pino";
-import { CBOR_CONTENT_TYPE } from "./codec.ts";
+import { CBOR_CONTENT_TYPE, encodeBody, withoutBytes } from "./codec.ts";
 import { amqpTimestamp, Header } from "./headers.ts";
 import { Exchanges } from "./topology.ts";
 
@@ -47,6 +48,26 @@ export class JournalWriter {
   constructor(private readonly options: JournalWriterOptions) {
     this.flushMs = options.flushMs ?? 10;
     this.maxBatchBytes = options.maxBatchBytes ?? 256 * 1024;
+  }
+
+  /**
+   * Keeps what `mode` says of a message: nothing, the body as sent, or (`"without-bytes"`) `value`, the
+   * message before encoding, with each byte string replaced by its length.
+   */
+  copyAs(
+    mode: JournalMode,
+    routingKey: string,
+    body: Buffer,
+    value: unknown,
+    properties: Options.Publish,
+  ): void {
+    if (mode === false) return;
+    if (mode === true) {
+      this.copy(routingKey, body, properties);
+      return;
+    }
+    const summary = encodeBody(withoutBytes(value));
+    this.copy(routingKey, summary.body, { ...properties, contentType: summary.contentType });
   }
 
   /** Keeps a copy of a message published to `routingKey` on `rpc` (or a reply sent to a caller). */

@@ -11,7 +11,7 @@ import {
 import type { Channel, ChannelModel, ConsumeMessage, Message, Options } from "amqplib";
 import type { Logger } from "pino";
 import type { Answer, CallOptions } from "./bus.ts";
-import { decodeBody, encodeBody, withoutBytes } from "./codec.ts";
+import { decodeBody, encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { amqpTimestamp, compactHeaders, Header, type MessageKind, readReply } from "./headers.ts";
 import type { JournalWriter } from "./journal.ts";
@@ -109,12 +109,7 @@ export class RpcClient {
       if (this.bus.journal && descriptor.journal) {
         // A stream keeps what it is given: no expiry, and no reply address that would be dead on replay.
         const { replyTo: _replyTo, expiration: _expiration, ...copy } = properties;
-        if (descriptor.journal === "without-bytes") {
-          const summary = encodeBody(withoutBytes(request));
-          this.bus.journal.copy(descriptor.name, summary.body, { ...copy, contentType: summary.contentType });
-        } else {
-          this.bus.journal.copy(descriptor.name, body, copy);
-        }
+        this.bus.journal.copyAs(descriptor.journal, descriptor.name, body, request, copy);
       }
     });
   }

@@ -12,7 +12,7 @@ import type { Channel, ChannelModel, ConsumeMessage, Message, Options } from "am
 import type { Logger } from "pino";
 import { BatchedAcks } from "./acks.ts";
 import { type RpcHandler, WithMessage } from "./bus.ts";
-import { decodeBody, encodeBody, withoutBytes } from "./codec.ts";
+import { decodeBody, encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { type ConsumerRole, type Consumers, messageContext } from "./consumers.ts";
 import {
@@ -203,13 +203,6 @@ export class RpcServer {
         return;
       }
     }
-    if (this.bus.journal && journaled) {
-      if (journaled === "without-bytes") {
-        const summary = encodeBody(withoutBytes(reply.envelope));
-        this.bus.journal.copy(name, summary.body, { ...properties, contentType: summary.contentType });
-      } else {
-        this.bus.journal.copy(name, encoded.body, properties);
-      }
-    }
+    this.bus.journal?.copyAs(journaled, name, encoded.body, reply.envelope, properties);
   }
 }

@@ -9,11 +9,11 @@ export interface ServiceDatabase {
   outbox: ServiceOutbox;
   /** Plain connections for hot statements that stand alone (sql-pool.ts). */
   pool: SqlPool;
-  /** The outbox first (its last pass publishes what is committed), then the ORM. */
+  /** The outbox first (its last pass publishes what is committed), then the pool and the ORM. */
   stop(): Promise<void>;
 }
 
-/** Opens what every service with a database opens the same way: createOrm, startOutbox, a read pool. */
+/** Opens what every service with a database opens the same way: createOrm, startOutbox, a SqlPool. */
 export async function openServiceDatabase(
   setup: OrmSetup & { bus: Pick<Bus, "publish"> },
 ): Promise<ServiceDatabase> {

@@ -41,7 +41,6 @@ export interface UserRepository {
   transaction<T>(work: (tx: UserTx) => Promise<T>): Promise<T>;
   countVerified(): Promise<number>;
   findById(id: number): Promise<User | null>;
-  findByAddress(address: string): Promise<User | null>;
   /** The sign-in fields of the user with this address (any case): one indexed read, no entity. */
   findAccountByAddress(address: string): Promise<AccountRow | null>;
   findByUsername(username: string): Promise<User | null>;
@@ -142,7 +141,6 @@ export function createUserRepository(em: () => EntityManager, pool: SqlPool): Us
       return row?.n ?? 0;
     },
     findById: (id) => em().findOne(User, { id }),
-    findByAddress: (address) => em().findOne(User, sameCi("address", address)),
     async findAccountByAddress(address) {
       const [row] = await pool.query<AccountRow>(
         `SELECT id, address, username, name, surname, mail_address AS "mailAddress", role,
