@@ -67,6 +67,27 @@ describe("sign-up and sign-in with a wallet", () => {
     expect(me.body.data).toMatchObject({ id: userId, username, address: wallet.address, role: "Base" });
   });
 
+  it("signs in with the web client's exact requests: GetNonce of a lower-case address, {Address, SignedMessage}", async () => {
+    const { wallet, userId } = await signedUpUser();
+    const lower = wallet.address.toLowerCase();
+    const nonce = await api("GET", `/Authentication/GetNonce/${lower}`);
+    expect(nonce.status).toBe(200);
+    const res = await api("POST", "/Authentication/Login", {
+      body: { Address: lower, SignedMessage: await wallet.signMessage(`LOGIN: ${nonce.body.data}`) },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const jwks = createRemoteJWKSet(new URL(`${sys.gatewayUrl}/.well-known/jwks.json`));
+    const { payload } = await jwtVerify(res.body.data as string, jwks, {
+      audience: "fundraise",
+      issuer: "fundraise-auth",
+    });
+    // The token names the address in its EIP-55 form, whatever case the client sent.
+    expect(payload).toMatchObject({ sub: String(userId), address: wallet.address, role: "Base" });
+    const me = await api("GET", "/user/get", { authorization: `Bearer ${res.body.data}` });
+    expect(me.status).toBe(200);
+    expect(me.body.data).toMatchObject({ id: userId, address: wallet.address });
+  });
+
   it("signs in with a Sign-In with Ethereum message", async () => {
     const { wallet } = await signedUpUser();
     const message = await siweMessage(wallet.address);
