@@ -34,7 +34,8 @@ export class BatchedAcks {
     setImmediate(() => this.flush());
   }
 
-  private flush(): void {
+  /** Sends what is finished now (the bus does so before closing the channel). */
+  flush(): void {
     this.scheduled = false;
     // The run of deliveries at the head that are all done: one ack with `multiple` covers it.
     let upTo: number | undefined;

@@ -216,6 +216,8 @@ class AmqpBusImpl implements AmqpBus {
   private async shutdown(): Promise<void> {
     const roles = this.roles();
     await this.stopConsuming();
+    // What the last handlers answered is still waiting for the end of the turn.
+    this.server.flush();
     this.client.failPending("The message bus is closed.");
     this.journalWriter?.flush();
     // Channel by channel first: a connection.close can overtake messages just published on a channel

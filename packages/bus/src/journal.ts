@@ -21,7 +21,7 @@ export interface JournalWriterOptions {
   service: string;
   /** The channel batches go out on, when there is one. */
   channel: () => Channel | undefined;
-  /** How long an entry may wait for others (default 10 ms). */
+  /** How long an entry may wait for others (default 100 ms). */
   flushMs?: number;
   /** A batch is sent at once when its bodies reach this size (default 256 KiB). */
   maxBatchBytes?: number;
@@ -46,7 +46,7 @@ export class JournalWriter {
   private readonly maxBatchBytes: number;
 
   constructor(private readonly options: JournalWriterOptions) {
-    this.flushMs = options.flushMs ?? 10;
+    this.flushMs = options.flushMs ?? 100;
     this.maxBatchBytes = options.maxBatchBytes ?? 256 * 1024;
   }
 

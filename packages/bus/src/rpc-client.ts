@@ -15,6 +15,15 @@ import { decodeBody, encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { amqpTimestamp, compactHeaders, Header, type MessageKind, readReply } from "./headers.ts";
 import type { JournalWriter } from "./journal.ts";
+import {
+  type BatchEntry,
+  type BatchKind,
+  Coalescer,
+  messagesOf,
+  type Received,
+  RpcBatch,
+  unbatch,
+} from "./rpc-batch.ts";
 import { Exchanges, REPLY_TO } from "./topology.ts";
 
 export interface RpcClientOptions {
@@ -35,14 +44,24 @@ interface PendingCall {
   timer: NodeJS.Timeout;
 }
 
+/** A request waiting for the end of the turn to be published, alone or in a batch (rpc-batch.ts). */
+interface Outgoing extends BatchEntry {
+  correlationId: string;
+  deadline: number;
+  /** Keeps the journal's copy of the request once it is published. */
+  journal: (() => void) | undefined;
+}
+
 /**
  * Calls: publishes requests to `rpc` (mandatory, so an unroutable one comes back at once) and correlates the
- * replies that come back through direct reply-to on the same channel.
+ * replies that come back through direct reply-to on the same channel. Calls of one RPC made in the same
+ * turn of the event loop go out as one message (rpc-batch.ts).
  */
 export class RpcClient {
   private rpcChannel: Channel | undefined;
   private rpcOpening: Promise<Channel> | undefined;
   private readonly pending = new Map<string, PendingCall>();
+  private readonly outgoing = new Coalescer<Outgoing>((name, calls) => this.publish(name, calls));
 
   constructor(private readonly bus: RpcClientOptions) {}
 
@@ -62,7 +81,7 @@ export class RpcClient {
     if (options.deadline !== undefined) deadline = Math.min(deadline, options.deadline);
     if (deadline <= now) throw rpcTimeout(descriptor.service);
     // Fails fast while disconnected: waiting would only eat the caller's deadline.
-    const channel = await this.getChannel();
+    await this.getChannel();
     const correlationId = randomUUID();
     const requestId = options.requestId ?? randomUUID();
     const { body, contentType } = encodeBody(request);
@@ -73,11 +92,9 @@ export class RpcClient {
       [Header.KIND]: "rpc-request" satisfies MessageKind,
       [Header.PUBLISHED_BY]: this.bus.service,
     });
+    // What the request would be alone; the reply address and expiry are set when it is published.
     const properties: Options.Publish = {
       correlationId,
-      replyTo: REPLY_TO,
-      // The broker drops a request nobody waits for any more instead of handing it to a server.
-      expiration: String(Math.max(1, deadline - now)),
       messageId: randomUUID(),
       timestamp: amqpTimestamp(now),
       type: descriptor.name,
@@ -96,21 +113,21 @@ export class RpcClient {
         reject,
         timer,
       });
-      try {
-        channel.publish(Exchanges.RPC, descriptor.name, body, { ...properties, mandatory: true });
-      } catch (error) {
-        this.settle(correlationId)?.reject(
-          errors.unavailable(ErrorCode.BROKER_UNAVAILABLE, "The message broker is not reachable.", {
-            cause: error,
-          }),
-        );
-        return;
-      }
-      if (this.bus.journal && descriptor.journal) {
-        // A stream keeps what it is given: no expiry, and no reply address that would be dead on replay.
-        const { replyTo: _replyTo, expiration: _expiration, ...copy } = properties;
-        this.bus.journal.copyAs(descriptor.journal, descriptor.name, body, request, copy);
-      }
+      const { journal } = this.bus;
+      const mode = descriptor.journal;
+      const outgoing: Outgoing = {
+        correlationId,
+        deadline,
+        body,
+        properties,
+        // The copy has no expiry and no reply address: a stream keeps it for days, and a replay waits for no answer.
+        journal:
+          journal && mode
+            ? () => journal.copyAs(mode, descriptor.name, body, request, properties)
+            : undefined,
+      };
+      if (descriptor.batched) this.outgoing.add(descriptor.name, outgoing);
+      else this.publish(descriptor.name, [outgoing]);
     });
   }
 
@@ -164,9 +181,46 @@ export class RpcClient {
     }
   }
 
+  /** Publishes the calls of `name` made in one turn: alone, or in batches of several. */
+  private publish(name: string, calls: Outgoing[]): void {
+    // A call may have ended while it waited (its deadline, a lost connection): it is not sent.
+    const live = calls.filter((call) => this.pending.has(call.correlationId));
+    for (const message of messagesOf(RpcBatch.REQUESTS, this.bus.service, live)) {
+      try {
+        const channel = this.rpcChannel;
+        if (!channel) throw new Error("no channel to the broker");
+        const latest = Math.max(...message.entries.map((call) => call.deadline));
+        channel.publish(Exchanges.RPC, name, message.body, {
+          ...message.properties,
+          type: name,
+          replyTo: REPLY_TO,
+          // The broker drops a message once no call in it is waited for; a server drops each request
+          // of a batch past its own deadline.
+          expiration: String(Math.max(1, latest - Date.now())),
+          mandatory: true,
+        });
+        for (const call of message.entries) call.journal?.();
+      } catch (error) {
+        for (const call of message.entries) {
+          this.settle(call.correlationId)?.reject(
+            errors.unavailable(ErrorCode.BROKER_UNAVAILABLE, "The message broker is not reachable.", {
+              cause: error,
+            }),
+          );
+        }
+      }
+    }
+  }
+
   private onReturn(message: Message): void {
     if (message.fields.exchange !== Exchanges.RPC) return;
-    const call = this.settle(message.properties.correlationId);
+    for (const request of this.unbatch(message, RpcBatch.REQUESTS)) {
+      this.onReturnOf(request.properties.correlationId);
+    }
+  }
+
+  private onReturnOf(correlationId: unknown): void {
+    const call = this.settle(correlationId);
     if (!call) return;
     this.bus.log.debug({ rpc: call.name }, "RPC request unroutable: no instance serves it");
     call.reject(
@@ -176,6 +230,20 @@ export class RpcClient {
 
   private onReply(message: ConsumeMessage | null): void {
     if (!message) return;
+    for (const reply of this.unbatch(message, RpcBatch.REPLIES)) this.onReplyOf(reply);
+  }
+
+  private unbatch(message: Received, kind: BatchKind): Received[] {
+    try {
+      return unbatch(message, kind);
+    } catch (error) {
+      // Its calls end at their deadlines.
+      this.bus.log.error({ err: error }, "undecodable RPC batch");
+      return [];
+    }
+  }
+
+  private onReplyOf(message: Received): void {
     const call = this.settle(message.properties.correlationId);
     if (!call) {
       this.bus.log.debug({ rpc: message.properties.type }, "late RPC reply ignored (the caller gave up)");

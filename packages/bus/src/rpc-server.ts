@@ -8,7 +8,7 @@ import {
   toAppError,
   validatorOf,
 } from "@fundraise/protocol";
-import type { Channel, ChannelModel, ConsumeMessage, Message, Options } from "amqplib";
+import type { Channel, ChannelModel, ConsumeMessage, Options } from "amqplib";
 import type { Logger } from "pino";
 import { BatchedAcks } from "./acks.ts";
 import { type RpcHandler, WithMessage } from "./bus.ts";
@@ -25,6 +25,7 @@ import {
   successReply,
 } from "./headers.ts";
 import type { JournalWriter } from "./journal.ts";
+import { type BatchEntry, Coalescer, messagesOf, type Received, RpcBatch, unbatch } from "./rpc-batch.ts";
 import { declareRpcQueue, Exchanges, rpcQueueOf } from "./topology.ts";
 
 export interface RpcServerOptions {
@@ -45,13 +46,26 @@ interface ServerRole extends ConsumerRole {
   handlers: Map<string, { descriptor: RpcDescriptor; handler: RpcHandler<RpcDescriptor> }>;
 }
 
+/** A reply waiting for the end of the turn; `sent` acknowledges its request. */
+interface Reply extends BatchEntry {
+  channel: Channel;
+  sent: () => void;
+}
+
 /** Serves RPCs: runs the handler of each request still worth answering and replies to its caller. */
 export class RpcServer {
   private readonly servers = new Map<string, ServerRole>();
   /** Acknowledgements of each consumer channel, sent in batches (acks.ts). */
-  private readonly acks = new WeakMap<Channel, BatchedAcks>();
+  private readonly acks = new Map<Channel, BatchedAcks>();
+  private readonly replies = new Coalescer<Reply>((replyTo, replies) => this.sendReplies(replyTo, replies));
 
   constructor(private readonly bus: RpcServerOptions) {}
+
+  /** Sends the replies and acknowledgements waiting for the end of the turn; the bus does so at close. */
+  flush(): void {
+    this.replies.flush();
+    for (const acks of this.acks.values()) acks.flush();
+  }
 
   roles(): ServerRole[] {
     return [...this.servers.values()];
@@ -116,14 +130,46 @@ export class RpcServer {
     if (!acks) {
       acks = new BatchedAcks(channel, this.bus.log);
       this.acks.set(channel, acks);
+      channel.once("close", () => this.acks.delete(channel));
     }
     acks.delivered(message);
+    const replyTo = message.properties.replyTo;
+    let requests: Received[];
+    try {
+      requests = unbatch(message, RpcBatch.REQUESTS);
+    } catch (error) {
+      // Nothing in it can be answered; its callers end at their deadlines.
+      this.bus.log.error({ err: error }, "undecodable RPC batch dropped");
+      requests = [];
+    }
+    // The message is acknowledged once every request in it is answered (or dropped).
+    let unanswered = requests.length;
+    const answered = () => {
+      unanswered -= 1;
+      if (unanswered === 0) acks.ack(message);
+    };
+    if (unanswered === 0) acks.ack(message);
+    await Promise.all(
+      requests.map((request) =>
+        this.handleOne(role, channel, message.fields.routingKey, request, replyTo, answered),
+      ),
+    );
+  }
+
+  private async handleOne(
+    role: ServerRole,
+    channel: Channel,
+    routingKey: string,
+    message: Received,
+    replyTo: unknown,
+    answered: () => void,
+  ): Promise<void> {
     const { properties } = message;
-    const name = typeof properties.type === "string" ? properties.type : message.fields.routingKey;
+    const name = typeof properties.type === "string" ? properties.type : routingKey;
     const ctx = messageContext(this.bus.log, properties, { rpc: name }, 1);
     if (ctx.deadline !== undefined && ctx.deadline <= Date.now()) {
       ctx.log.warn({ deadline: ctx.deadline }, "dropped an RPC request past its deadline");
-      acks.ack(message);
+      answered();
       return;
     }
     let reply: ReplyParts;
@@ -159,19 +205,19 @@ export class RpcServer {
       } else ctx.log.debug({ kind: appError.kind, code: appError.code }, "RPC answered with an error");
       reply = errorReply(appError);
     }
-    this.sendReply(channel, message, name, ctx.requestId, reply, journaled);
-    acks.ack(message);
+    const to = { channel, replyTo, correlationId: properties.correlationId };
+    this.sendReply(to, name, ctx.requestId, reply, journaled, answered);
   }
 
   private sendReply(
-    channel: Channel,
-    request: Message,
+    to: { channel: Channel; replyTo: unknown; correlationId: unknown },
     name: string,
     requestId: string,
     reply: ReplyParts,
     journaled: JournalMode,
+    sent: () => void,
   ): void {
-    const replyTo = request.properties.replyTo;
+    const { channel, replyTo, correlationId } = to;
     let encoded: ReturnType<typeof encodeBody>;
     try {
       encoded = encodeBody(reply.envelope);
@@ -182,7 +228,7 @@ export class RpcServer {
       );
     }
     const properties: Options.Publish = {
-      correlationId: request.properties.correlationId,
+      correlationId: typeof correlationId === "string" ? correlationId : undefined,
       messageId: randomUUID(),
       timestamp: amqpTimestamp(),
       type: name,
@@ -194,15 +240,25 @@ export class RpcServer {
         [Header.PUBLISHED_BY]: this.bus.service,
       }),
     };
-    // No replyTo: a replayed request, executed for its effect; nobody waits for the answer.
-    if (typeof replyTo === "string" && replyTo !== "") {
-      try {
-        channel.sendToQueue(replyTo, encoded.body, properties);
-      } catch (error) {
-        this.bus.log.warn({ err: error, rpc: name, requestId }, "cannot send the RPC reply");
-        return;
-      }
-    }
     this.bus.journal?.copyAs(journaled, name, encoded.body, reply.envelope, properties);
+    // No replyTo: a replayed request, executed for its effect; nobody waits for the answer.
+    if (typeof replyTo !== "string" || replyTo === "") {
+      sent();
+      return;
+    }
+    this.replies.add(replyTo, { channel, body: encoded.body, properties, sent });
+  }
+
+  /** Sends the replies for one caller finished in one turn: alone, or in batches of several. */
+  private sendReplies(replyTo: string, replies: Reply[]): void {
+    for (const message of messagesOf(RpcBatch.REPLIES, this.bus.service, replies)) {
+      try {
+        (message.entries[0] as Reply).channel.sendToQueue(replyTo, message.body, message.properties);
+      } catch (error) {
+        this.bus.log.warn({ err: error, replies: message.entries.length }, "cannot send RPC replies");
+      }
+      // Acknowledged after the reply is written: a crash between the two redelivers the request.
+      for (const reply of message.entries) reply.sent();
+    }
   }
 }

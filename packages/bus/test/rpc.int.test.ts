@@ -2,7 +2,7 @@ import { defineRpc, errors, isAppError } from "@fundraise/protocol";
 import Type from "typebox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AmqpBus, createAmqpBus, withMessage } from "../src/index.ts";
-import { createTestVhost, type TestVhost } from "../src/testing/index.ts";
+import { createTestVhost, type TestVhost, waitFor } from "../src/testing/index.ts";
 import { sleep, TestRpc, testLogger } from "./helpers/index.ts";
 
 let vhost: TestVhost;
@@ -211,6 +211,8 @@ describe("RPC over the broker", () => {
       });
       // The first call occupies the only slot; the second expires in the queue behind it.
       const first = client.call(Busy, { ms: 800 }, { timeoutMs: 5000 });
+      // Calls made in one turn would share a message (and a delivery): the second goes once the first runs.
+      await waitFor(() => started === 1, 5000, "the first call to start");
       const second = rejection(client.call(Busy, { ms: 0 }, { timeoutMs: 200 }));
       expect(await second).toMatchObject({ kind: "timeout" });
       await first;

@@ -24,6 +24,12 @@ export interface RpcDescriptor<Req extends TSchema = TSchema, Res extends TSchem
    * cross the broker and fill the journal with users' files.
    */
   readonly journal: JournalMode;
+  /**
+   * Whether calls made in the same turn of the caller's event loop may share one message (the bus's
+   * batches). False for calls that pick the instance that serves what follows (a stream's open): a burst
+   * of them must spread over the instances, not all land on the one that takes the batch.
+   */
+  readonly batched: boolean;
 }
 
 export type JournalMode = boolean | "without-bytes";
@@ -41,7 +47,7 @@ export type PayloadOf<D extends EventDescriptor> = Static<D["payload"]>;
 
 export function defineRpc<Req extends TSchema, Res extends TSchema>(
   name: `${ServiceName}.${string}.${string}`,
-  shape: { request: Req; response: Res; timeoutMs?: number; journal?: JournalMode },
+  shape: { request: Req; response: Res; timeoutMs?: number; journal?: JournalMode; batched?: boolean },
 ): RpcDescriptor<Req, Res> {
   const service = name.slice(0, name.indexOf(".")) as ServiceName;
   return {
@@ -52,6 +58,7 @@ export function defineRpc<Req extends TSchema, Res extends TSchema>(
     response: shape.response,
     timeoutMs: shape.timeoutMs,
     journal: shape.journal ?? true,
+    batched: shape.batched ?? true,
   };
 }
 

@@ -78,7 +78,8 @@ export function defineStream<O extends TObject, F extends TSchema, R extends TSc
     partTimeoutMs: number;
   },
 ): StreamDescriptor<O, F, R> {
-  const open = defineRpc(`${name}.open`, { request: shape.open, response: StreamRef });
+  // Each open picks the instance that holds its stream: opens are never batched, so uploads spread.
+  const open = defineRpc(`${name}.open`, { request: shape.open, response: StreamRef, batched: false });
   return {
     service: open.service,
     open,

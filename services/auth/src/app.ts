@@ -1,6 +1,6 @@
 import type { Bus } from "@fundraise/bus";
 import { loadDeployment } from "@fundraise/contracts";
-import { createOrm, createSqlPool, type Logger, type ServiceApp, startOutbox } from "@fundraise/service-kit";
+import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import { type ChainReader, createChainReader } from "./chain/chain.ts";
 import type { AuthConfig } from "./config.ts";
@@ -47,17 +47,16 @@ export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus:
     }
   };
   try {
-    const orm = await createOrm({
+    const { orm, outbox, pool, stop } = await openServiceDatabase({
       url: config.db.url,
       schema: config.db.schema,
       entities: [SigningKey, EmailVerification],
       migrations,
       log,
+      bus,
     });
-    closers.push(() => orm.close());
+    closers.push(stop);
     const em = () => orm.em.fork();
-    const pool = createSqlPool(config.db.url);
-    closers.push(() => pool.close());
 
     // Auto-pipelining: the commands of one event-loop turn go out in one write; one write per command was
     // the largest single cost of a sign-in here (docs/decisions.md, "Sign-in throughput").
@@ -92,9 +91,6 @@ export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus:
     }, MAINTENANCE_INTERVAL_MS);
     maintenance.unref();
     closers.push(() => clearInterval(maintenance));
-
-    const outbox = startOutbox({ url: config.db.url, schema: "auth", bus, log });
-    closers.push(() => outbox.stop());
 
     const sessions = createSessionStore({
       redis,
