@@ -9,8 +9,8 @@ import { type System, startSystem } from "./system.ts";
 // An Add's content streamed from the gateway to a storage instance while the body arrives, on a system of
 // its own (services as processes; IPFS: the Kubo-RPC stand-in of packages/ipfs-node, not Kubo): a storage
 // instance killed mid-stream, a client gone mid-body, several storage instances, IPFS stopped. Storage
-// instances serve /metrics on a health port of their own (`storage_uploads_open`); uploads idle for 1 s
-// are dropped (UPLOAD_IDLE_MS).
+// instances serve /metrics on a health port of their own (`storage_uploads_open`,
+// `storage_upload_parts_total`); uploads idle for 1 s are dropped (UPLOAD_IDLE_MS).
 const MiB = 1024 * 1024;
 let sys: System;
 const client = createClient(() => sys);
@@ -30,11 +30,13 @@ beforeAll(async () => {
 });
 afterAll(() => sys?.stop());
 
-/** Uploads receiving parts on the storage instance at `port` now. */
-async function uploadsOpen(port: number): Promise<number> {
+/** A metric of the storage instance at `port` now. */
+async function storageMetric(port: number, name: string): Promise<number> {
   const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
-  return Number(/^storage_uploads_open (\d+)$/m.exec(text)?.[1] ?? Number.NaN);
+  return Number(new RegExp(`^${name} (\\d+)$`, "m").exec(text)?.[1] ?? Number.NaN);
 }
+/** Uploads receiving parts on the storage instance at `port` now. */
+const uploadsOpen = (port: number) => storageMetric(port, "storage_uploads_open");
 
 /** An Add whose body is sent in two writes, `between` running after the first: the client's side. */
 function addInTwoWrites(name: string, file: Buffer, cut: number, between: () => Promise<void>) {
@@ -83,8 +85,12 @@ describe("an Add streamed to storage", () => {
     const file = randomBytes(6 * MiB);
     const name = `killed mid-stream ${randomBytes(3).toString("hex")}`;
     const answer = await addInTwoWrites(name, file, 4 * MiB, async () => {
-      // Two MiB of the file have been decoded and sent: the upload is open on the instance.
-      await expect.poll(() => uploadsOpen(storagePort), { timeout: 20_000 }).toBe(1);
+      // Parts arrive: the gateway knows the upload's instance (an instance killed before its answer to
+      // the open was written would leave the gateway waiting for that answer: 504, not this case).
+      await expect
+        .poll(() => storageMetric(storagePort, "storage_upload_parts_total"), { timeout: 20_000 })
+        .toBeGreaterThan(0);
+      expect(await uploadsOpen(storagePort)).toBe(1);
       process.kill(sys.pids.storage as number, "SIGKILL");
     });
     expect(answer).toMatchObject({ status: 503, code: "STREAM_INTERRUPTED" });

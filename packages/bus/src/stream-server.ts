@@ -43,6 +43,8 @@ export interface StreamServer {
   readonly instance: string;
   /** Streams open now (finishing ones excluded). */
   readonly open: number;
+  /** Parts received since the start, on every stream. */
+  readonly partsReceived: number;
   /** Drops every open stream: the service is stopping. */
   close(): void;
 }
@@ -128,6 +130,7 @@ export async function serveStream<S extends StreamDescriptor>(
   const instance = randomBytes(8).toString("hex");
   const streams = new Map<string, OpenStream>();
   const maxAhead = options.maxAhead ?? 64;
+  let partsReceived = 0;
   const interrupted = () => streamInterrupted(stream.service);
   const take = (streamId: string) => {
     const open = streams.get(streamId);
@@ -141,6 +144,7 @@ export async function serveStream<S extends StreamDescriptor>(
   await serve(instanceRpc(stream.part, instance), async ({ streamId, seq, entry, bytes }) => {
     const open = streams.get(streamId);
     if (!open) throw interrupted();
+    partsReceived++;
     if (bytes.byteLength > stream.partBytes) {
       take(streamId)?.close(interrupted());
       throw errors.validation(ErrorCode.VALIDATION_FAILED, `A part is at most ${stream.partBytes} bytes.`);
@@ -185,6 +189,9 @@ export async function serveStream<S extends StreamDescriptor>(
     instance,
     get open() {
       return streams.size;
+    },
+    get partsReceived() {
+      return partsReceived;
     },
     close() {
       const stopping = errors.unavailable(

@@ -99,6 +99,8 @@ describe("a stream over the bus", () => {
       expect(answer).toBe(`s${i} done: ${[0, 1, 2, 3, 4].map((p) => `a:s${i}-${p}`).join(" ")} b:end`);
     }
     expect(instances.map((i) => i.open)).toEqual([0, 0]);
+    // Six streams of six parts each, counted by the instance that received them.
+    expect(instances.reduce((sum, i) => sum + i.partsReceived, 0)).toBe(36);
   });
 
   it("parts sent out of order are handed over in sequence", async () => {

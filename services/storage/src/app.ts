@@ -141,7 +141,20 @@ export async function startStorageApp(deps: {
       await reconciliation.stop();
     },
     metrics: () =>
-      metricLines("storage_uploads_open", "gauge", "Uploads receiving parts on this instance.", uploads.open),
+      [
+        metricLines(
+          "storage_uploads_open",
+          "gauge",
+          "Uploads receiving parts on this instance.",
+          uploads.open,
+        ),
+        metricLines(
+          "storage_upload_parts_total",
+          "counter",
+          "Upload parts received by this instance.",
+          uploads.partsReceived,
+        ),
+      ].join("\n"),
     async stop() {
       uploads.close();
       await reconciliation.stop();
