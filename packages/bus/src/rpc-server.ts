@@ -49,6 +49,7 @@ interface ServerRole extends ConsumerRole {
 /** A reply waiting for the end of the turn; `sent` acknowledges its request. */
 interface Reply extends BatchEntry {
   channel: Channel;
+  replyTo: string;
   sent: () => void;
 }
 
@@ -57,7 +58,13 @@ export class RpcServer {
   private readonly servers = new Map<string, ServerRole>();
   /** Acknowledgements of each consumer channel, sent in batches (acks.ts). */
   private readonly acks = new Map<Channel, BatchedAcks>();
-  private readonly replies = new Coalescer<Reply>((replyTo, replies) => this.sendReplies(replyTo, replies));
+  /**
+   * Replies wait per caller and per channel they came in on: a reply goes out on its request's channel
+   * (the one its acknowledgement belongs to), so a channel that closed loses only its own replies.
+   */
+  private readonly replies = new Coalescer<Reply>((_, replies) => this.sendReplies(replies));
+  private readonly channelIds = new WeakMap<Channel, number>();
+  private channelsSeen = 0;
 
   constructor(private readonly bus: RpcServerOptions) {}
 
@@ -246,14 +253,30 @@ export class RpcServer {
       sent();
       return;
     }
-    this.replies.add(replyTo, { channel, body: encoded.body, properties, sent });
+    this.replies.add(`${this.channelId(channel)} ${replyTo}`, {
+      channel,
+      replyTo,
+      body: encoded.body,
+      properties,
+      sent,
+    });
   }
 
-  /** Sends the replies for one caller finished in one turn: alone, or in batches of several. */
-  private sendReplies(replyTo: string, replies: Reply[]): void {
+  private channelId(channel: Channel): number {
+    let id = this.channelIds.get(channel);
+    if (id === undefined) {
+      id = this.channelsSeen++;
+      this.channelIds.set(channel, id);
+    }
+    return id;
+  }
+
+  /** Sends the replies for one caller finished in one turn on one channel: alone, or in batches. */
+  private sendReplies(replies: Reply[]): void {
     for (const message of messagesOf(RpcBatch.REPLIES, this.bus.service, replies)) {
+      const { channel, replyTo } = message.entries[0] as Reply;
       try {
-        (message.entries[0] as Reply).channel.sendToQueue(replyTo, message.body, message.properties);
+        channel.sendToQueue(replyTo, message.body, message.properties);
       } catch (error) {
         this.bus.log.warn({ err: error, replies: message.entries.length }, "cannot send RPC replies");
       }

@@ -21,6 +21,11 @@ const Alone = defineRpc("projects.test.alone", {
   response: Type.Null(),
   batched: false,
 });
+/** Another service's RPC served by the same process: a queue, consumer and channel of its own. */
+const Echo = defineRpc("storage.test.echo", {
+  request: Type.Object({ id: Type.String(), ms: Type.Integer() }),
+  response: Type.String(),
+});
 const Nobody = defineRpc("chain.test.nobody", { request: Type.Object({}), response: Type.Null() });
 
 let vhost: TestVhost;
@@ -52,6 +57,7 @@ beforeAll(async () => {
     return { id, requestId: ctx.requestId, traceparent: ctx.traceparent ?? "" };
   });
   await server.serve(Alone, ({ ms }) => busy(ms, null));
+  await server.serve(Echo, ({ id, ms }) => busy(ms, id));
 });
 
 afterAll(async () => {
@@ -145,6 +151,19 @@ describe("batched RPC over the broker", () => {
     const theirs = Array.from({ length: 10 }, (_, i) => other.call(Work, { id: `theirs-${i}`, ms: 40 }));
     expect((await Promise.all(mine)).map((a) => a.id)).toEqual(mine.map((_, i) => `mine-${i}`));
     expect((await Promise.all(theirs)).map((a) => a.id)).toEqual(theirs.map((_, i) => `theirs-${i}`));
+  });
+
+  it("answers one caller's calls to two services of one process finished in one turn, and acknowledges both", async () => {
+    // Both handlers end on the same timer turn; each reply goes out on its own request's channel. Each
+    // service's consumer takes one delivery at a time: a lost acknowledgement would stall the next round.
+    for (let round = 0; round < 3; round++) {
+      const [work, echo] = await Promise.all([
+        client.call(Work, { id: `w${round}`, ms: 30 }),
+        client.call(Echo, { id: `e${round}`, ms: 30 }),
+      ]);
+      expect(work.id).toBe(`w${round}`);
+      expect(echo).toBe(`e${round}`);
+    }
   });
 
   it("drops a batch it cannot read and goes on serving", async () => {
