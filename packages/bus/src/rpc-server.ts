@@ -46,6 +46,13 @@ interface ServerRole extends ConsumerRole {
   handlers: Map<string, { descriptor: RpcDescriptor; handler: RpcHandler<RpcDescriptor> }>;
 }
 
+/** A consumer channel requests come in on: its acknowledgements (acks.ts), and an id for its replies. */
+interface ConsumerChannel {
+  channel: Channel;
+  acks: BatchedAcks;
+  id: number;
+}
+
 /** A reply waiting for the end of the turn; `sent` acknowledges its request. */
 interface Reply extends BatchEntry {
   channel: Channel;
@@ -56,22 +63,20 @@ interface Reply extends BatchEntry {
 /** Serves RPCs: runs the handler of each request still worth answering and replies to its caller. */
 export class RpcServer {
   private readonly servers = new Map<string, ServerRole>();
-  /** Acknowledgements of each consumer channel, sent in batches (acks.ts). */
-  private readonly acks = new Map<Channel, BatchedAcks>();
+  private readonly channels = new Map<Channel, ConsumerChannel>();
+  private channelsSeen = 0;
   /**
    * Replies wait per caller and per channel they came in on: a reply goes out on its request's channel
    * (the one its acknowledgement belongs to), so a channel that closed loses only its own replies.
    */
   private readonly replies = new Coalescer<Reply>((_, replies) => this.sendReplies(replies));
-  private readonly channelIds = new WeakMap<Channel, number>();
-  private channelsSeen = 0;
 
   constructor(private readonly bus: RpcServerOptions) {}
 
   /** Sends the replies and acknowledgements waiting for the end of the turn; the bus does so at close. */
   flush(): void {
     this.replies.flush();
-    for (const acks of this.acks.values()) acks.flush();
+    for (const { acks } of this.channels.values()) acks.flush();
   }
 
   roles(): ServerRole[] {
@@ -133,12 +138,13 @@ export class RpcServer {
   }
 
   private async handleRequest(role: ServerRole, channel: Channel, message: ConsumeMessage): Promise<void> {
-    let acks = this.acks.get(channel);
-    if (!acks) {
-      acks = new BatchedAcks(channel, this.bus.log);
-      this.acks.set(channel, acks);
-      channel.once("close", () => this.acks.delete(channel));
+    let from = this.channels.get(channel);
+    if (!from) {
+      from = { channel, acks: new BatchedAcks(channel, this.bus.log), id: this.channelsSeen++ };
+      this.channels.set(channel, from);
+      channel.once("close", () => this.channels.delete(channel));
     }
+    const { acks } = from;
     acks.delivered(message);
     const replyTo = message.properties.replyTo;
     let requests: Received[];
@@ -158,14 +164,14 @@ export class RpcServer {
     if (unanswered === 0) acks.ack(message);
     await Promise.all(
       requests.map((request) =>
-        this.handleOne(role, channel, message.fields.routingKey, request, replyTo, answered),
+        this.handleOne(role, from, message.fields.routingKey, request, replyTo, answered),
       ),
     );
   }
 
   private async handleOne(
     role: ServerRole,
-    channel: Channel,
+    from: ConsumerChannel,
     routingKey: string,
     message: Received,
     replyTo: unknown,
@@ -212,19 +218,19 @@ export class RpcServer {
       } else ctx.log.debug({ kind: appError.kind, code: appError.code }, "RPC answered with an error");
       reply = errorReply(appError);
     }
-    const to = { channel, replyTo, correlationId: properties.correlationId };
+    const to = { from, replyTo, correlationId: properties.correlationId };
     this.sendReply(to, name, ctx.requestId, reply, journaled, answered);
   }
 
   private sendReply(
-    to: { channel: Channel; replyTo: unknown; correlationId: unknown },
+    to: { from: ConsumerChannel; replyTo: unknown; correlationId: unknown },
     name: string,
     requestId: string,
     reply: ReplyParts,
     journaled: JournalMode,
     sent: () => void,
   ): void {
-    const { channel, replyTo, correlationId } = to;
+    const { from, replyTo, correlationId } = to;
     let encoded: ReturnType<typeof encodeBody>;
     try {
       encoded = encodeBody(reply.envelope);
@@ -253,22 +259,13 @@ export class RpcServer {
       sent();
       return;
     }
-    this.replies.add(`${this.channelId(channel)} ${replyTo}`, {
-      channel,
+    this.replies.add(`${from.id} ${replyTo}`, {
+      channel: from.channel,
       replyTo,
       body: encoded.body,
       properties,
       sent,
     });
-  }
-
-  private channelId(channel: Channel): number {
-    let id = this.channelIds.get(channel);
-    if (id === undefined) {
-      id = this.channelsSeen++;
-      this.channelIds.set(channel, id);
-    }
-    return id;
   }
 
   /** Sends the replies for one caller finished in one turn on one channel: alone, or in batches. */
