@@ -2,6 +2,7 @@ import { waitFor } from "@fundraise/bus/testing";
 import { ADMIN_ROLE, confirm, createProvider, registryAt, UserStatus } from "@fundraise/contracts";
 import { type HDNodeWallet, Wallet } from "ethers";
 import { Redis } from "ioredis";
+import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "./client.ts";
 import { type SharedSystem, sharedSystem } from "./shared.ts";
@@ -29,8 +30,8 @@ const chainAdmin = () =>
     new Wallet(sys.chainAdminKey, createProvider(sys.anvil.url, sys.anvil.chainId)),
   );
 
-async function newUser(role: Exclude<Role, "anonymous">) {
-  const { wallet, userId: id } = await client.signedUpUser();
+async function newUser(role: Exclude<Role, "anonymous">, via = client) {
+  const { wallet, userId: id } = await via.signedUpUser();
   const registry = chainAdmin();
   const status = {
     Base: undefined,
@@ -41,7 +42,7 @@ async function newUser(role: Exclude<Role, "anonymous">) {
   }[role];
   if (status !== undefined) await confirm(registry.getFunction("editUserStatus")(wallet.address, status));
   if (role === "Admin") await confirm(registry.getFunction("grantRole")(ADMIN_ROLE, wallet.address));
-  const login = await client.login(wallet);
+  const login = await via.login(wallet);
   expect(login.status, `${role}: ${JSON.stringify(login.body)}`).toBe(200);
   return { wallet, token: login.body.data as string, id };
 }
@@ -204,6 +205,37 @@ const claimsOf = (token: unknown) =>
     role: string;
   };
 
+/**
+ * What the users service recorded of a user's role, and the chain's block: the message of a failed
+ * assertion on which role won, so that a failure explains itself.
+ */
+async function roleStory(userId: number, blockNumber: number): Promise<string> {
+  const db = new pg.Client({ connectionString: sys.databaseUrl });
+  const provider = createProvider(sys.anvil.url, sys.anvil.chainId);
+  try {
+    await db.connect();
+    const user = await db.query(
+      `SELECT role, chain_role, chain_role_block, chain_role_log_index, admin_role_at
+         FROM users."user" WHERE id = $1`,
+      [userId],
+    );
+    const changes = await db.query(
+      `SELECT previous_role, new_role, changed_by, source_tx, at
+         FROM users.role_change WHERE user_id = $1 ORDER BY id`,
+      [userId],
+    );
+    const block = await provider.getBlock(blockNumber);
+    return JSON.stringify(
+      { user: user.rows[0], changes: changes.rows, block: { blockNumber, timestamp: block?.timestamp } },
+      null,
+      1,
+    );
+  } finally {
+    provider.destroy();
+    await db.end();
+  }
+}
+
 describe("which role wins, and revocation that survives Redis (behaviour.md §7)", () => {
   it("an admin's demotion survives the next sign-in; a later chain change wins over it", async () => {
     const user = await newUser("Base");
@@ -227,10 +259,57 @@ describe("which role wins, and revocation that survives Redis (behaviour.md §7)
     expect(me.status).toBe(200);
     expect((me.json.data as { role: string }).role).toBe("Blacklist");
 
-    await confirm(chainAdmin().getFunction("editUserStatus")(user.wallet.address, UserStatus.Whitelisted));
+    const receipt = await confirm(
+      chainAdmin().getFunction("editUserStatus")(user.wallet.address, UserStatus.Whitelisted),
+    );
     const afterChain = await client.login(user.wallet);
     expect(afterChain.status).toBe(200);
-    expect(claimsOf(afterChain.body.data).role).toBe("Whitelist");
+    const role = claimsOf(afterChain.body.data).role;
+    expect(role, role === "Whitelist" ? "" : await roleStory(user.id, receipt.blockNumber)).toBe("Whitelist");
+  });
+
+  it("a chain change that reaches the users service before any sign-in wins over an older demotion", async () => {
+    // A client of its own (its own IP): the file's client has used up its sign-ins per minute.
+    const own = createClient(() => sys);
+    const user = await newUser("Base", own);
+    const demoted = await call(
+      "PATCH",
+      `/user/updaterole/${user.wallet.address}/Blacklist`,
+      tokenOf("Admin"),
+    );
+    expect(demoted.status).toBe(200);
+    await waitFor(
+      async () => (await call("GET", "/user/get", user.token)).status === 401,
+      10_000,
+      "revocation",
+    );
+    const blacklisted = await own.login(user.wallet);
+    expect(claimsOf(blacklisted.body.data).role).toBe("Blacklist");
+
+    const receipt = await confirm(
+      chainAdmin().getFunction("editUserStatus")(user.wallet.address, UserStatus.Whitelisted),
+    );
+    // No sign-in: the indexer's fact alone changes the role, and the session follows it (a chain change
+    // does not revoke, so the Blacklist token now acts as Whitelist).
+    let seen: unknown;
+    const followed = await waitFor(
+      async () => {
+        const me = await own.api("GET", "/user/get", { token: blacklisted.body.data as string });
+        seen = me.body.data;
+        return me.status === 200 && (seen as { role: string }).role === "Whitelist";
+      },
+      10_000,
+      "the chain fact",
+    ).then(
+      () => true,
+      () => false,
+    );
+    expect(
+      followed,
+      followed ? "" : `${JSON.stringify(seen)} ${await roleStory(user.id, receipt.blockNumber)}`,
+    ).toBe(true);
+    const next = await own.login(user.wallet);
+    expect(claimsOf(next.body.data).role).toBe("Whitelist");
   });
 
   it("a session Redis lost is rebuilt from Postgres: revoked tokens stay refused, the role stays", async () => {

@@ -49,6 +49,7 @@ export default async function setup(project: TestProject) {
       deployment: sys.deployment,
       amqpUrl: sys.amqpUrl,
       redisPrefix: sys.redisPrefix,
+      databaseUrl: sys.databaseUrl,
       ...(sys.ipfsUrl ? { ipfsUrl: sys.ipfsUrl } : {}),
       chainAdminKey: key,
     };

@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestVhost } from "@fundraise/bus/testing";
@@ -103,6 +103,8 @@ export interface SystemCoordinates {
   deployment: Deployment;
   amqpUrl: string;
   redisPrefix: string;
+  /** The system's own database (a test reads what a service recorded, to explain a failure). */
+  databaseUrl: string;
   /** The IPFS stand-in's RPC API (`IPFS_API_URL`), when the system runs the storage service. */
   ipfsUrl?: string;
 }
@@ -178,7 +180,8 @@ export async function startSystem(
     METRICS_PORT: "0",
     PUBLIC_BASE_URL: gatewayUrl,
     MAIL_DIR: join(stateDir, "mail"),
-    LOG_LEVEL: "warn",
+    // E2E_LOG_LEVEL=info (or debug) with E2E_LOG_DIR keeps what the services said, to read after a run.
+    LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
     ...(ipfs ? { IPFS_API_URL: ipfs.url } : {}),
     ...(options.ipfsUrl ? { IPFS_API_URL: options.ipfsUrl } : {}),
     ...options.env,
@@ -200,6 +203,8 @@ export async function startSystem(
       if (message?.type === "ready") serving.add(name);
     });
     child.stdout?.on("data", (c) => (output += c));
+    const logDir = process.env.E2E_LOG_DIR;
+    if (logDir) child.stdout?.on("data", (c) => appendFileSync(join(logDir, `${name}.log`), c));
     child.stderr?.on("data", (c) => (output += c));
     return child;
   };
@@ -267,6 +272,7 @@ export async function startSystem(
     mailbox: smtp.mailbox,
     amqpUrl: vhost.url,
     redisPrefix,
+    databaseUrl: db.url,
     ...(ipfs ? { ipfsUrl: ipfs.url } : {}),
     ...(options.ipfsUrl ? { ipfsUrl: options.ipfsUrl } : {}),
     pids: Object.fromEntries(services.map((name, i) => [name, children[i]?.pid ?? 0])),
