@@ -236,28 +236,37 @@ async function roleStory(userId: number, blockNumber: number): Promise<string> {
   }
 }
 
+/**
+ * An admin sets `user`'s role; once the auth service has revoked the older tokens, the user signs in
+ * again (through `via`) and holds the admin's role. Answers the new token.
+ */
+async function adminSetsRoleThenSignIn(
+  user: { wallet: HDNodeWallet; token: string },
+  role: Exclude<Role, "anonymous">,
+  via = client,
+): Promise<string> {
+  const changed = await call("PATCH", `/user/updaterole/${user.wallet.address}/${role}`, tokenOf("Admin"));
+  expect(changed.status).toBe(200);
+  // The auth service revokes older tokens when the role-changed event reaches it, just after.
+  await waitFor(
+    async () => (await call("GET", "/user/get", user.token)).status === 401,
+    10_000,
+    "revocation",
+  );
+  const again = await via.login(user.wallet);
+  expect(again.status).toBe(200);
+  const token = again.body.data as string;
+  expect(claimsOf(token).role).toBe(role);
+  const me = await via.api("GET", "/user/get", { token });
+  expect(me.status).toBe(200);
+  expect((me.body.data as { role: string }).role).toBe(role);
+  return token;
+}
+
 describe("which role wins, and revocation that survives Redis (behaviour.md §7)", () => {
   it("an admin's demotion survives the next sign-in; a later chain change wins over it", async () => {
     const user = await newUser("Base");
-    const demoted = await call(
-      "PATCH",
-      `/user/updaterole/${user.wallet.address}/Blacklist`,
-      tokenOf("Admin"),
-    );
-    expect(demoted.status).toBe(200);
-    // The auth service revokes older tokens when the role-changed event reaches it, just after.
-    await waitFor(
-      async () => (await call("GET", "/user/get", user.token)).status === 401,
-      10_000,
-      "revocation",
-    );
-
-    const again = await client.login(user.wallet);
-    expect(again.status).toBe(200);
-    expect(claimsOf(again.body.data).role).toBe("Blacklist");
-    const me = await call("GET", "/user/get", again.body.data as string);
-    expect(me.status).toBe(200);
-    expect((me.json.data as { role: string }).role).toBe("Blacklist");
+    await adminSetsRoleThenSignIn(user, "Blacklist");
 
     const receipt = await confirm(
       chainAdmin().getFunction("editUserStatus")(user.wallet.address, UserStatus.Whitelisted),
@@ -272,19 +281,7 @@ describe("which role wins, and revocation that survives Redis (behaviour.md §7)
     // A client of its own (its own IP): the file's client has used up its sign-ins per minute.
     const own = createClient(() => sys);
     const user = await newUser("Base", own);
-    const demoted = await call(
-      "PATCH",
-      `/user/updaterole/${user.wallet.address}/Blacklist`,
-      tokenOf("Admin"),
-    );
-    expect(demoted.status).toBe(200);
-    await waitFor(
-      async () => (await call("GET", "/user/get", user.token)).status === 401,
-      10_000,
-      "revocation",
-    );
-    const blacklisted = await own.login(user.wallet);
-    expect(claimsOf(blacklisted.body.data).role).toBe("Blacklist");
+    const blacklisted = await adminSetsRoleThenSignIn(user, "Blacklist", own);
 
     const receipt = await confirm(
       chainAdmin().getFunction("editUserStatus")(user.wallet.address, UserStatus.Whitelisted),
@@ -292,22 +289,18 @@ describe("which role wins, and revocation that survives Redis (behaviour.md §7)
     // No sign-in: the indexer's fact alone changes the role, and the session follows it (a chain change
     // does not revoke, so the Blacklist token now acts as Whitelist).
     let seen: unknown;
-    const followed = await waitFor(
+    await waitFor(
       async () => {
-        const me = await own.api("GET", "/user/get", { token: blacklisted.body.data as string });
+        const me = await own.api("GET", "/user/get", { token: blacklisted });
         seen = me.body.data;
         return me.status === 200 && (seen as { role: string }).role === "Whitelist";
       },
       10_000,
       "the chain fact",
-    ).then(
-      () => true,
-      () => false,
-    );
-    expect(
-      followed,
-      followed ? "" : `${JSON.stringify(seen)} ${await roleStory(user.id, receipt.blockNumber)}`,
-    ).toBe(true);
+    ).catch(async (cause) => {
+      const story = await roleStory(user.id, receipt.blockNumber);
+      throw new Error(`the role did not follow the chain: ${JSON.stringify(seen)} ${story}`, { cause });
+    });
     const next = await own.login(user.wallet);
     expect(claimsOf(next.body.data).role).toBe("Whitelist");
   });
@@ -317,17 +310,7 @@ describe("which role wins, and revocation that survives Redis (behaviour.md §7)
     try {
       const user = await newUser("Base");
       const key = `${sys.redisPrefix}session:${user.id}`;
-      expect(
-        (await call("PATCH", `/user/updaterole/${user.wallet.address}/Viewer`, tokenOf("Admin"))).status,
-      ).toBe(200);
-      await waitFor(
-        async () => (await call("GET", "/user/get", user.token)).status === 401,
-        10_000,
-        "revocation",
-      );
-      const fresh = await client.login(user.wallet);
-      expect(fresh.status).toBe(200);
-      const token = fresh.body.data as string;
+      const token = await adminSetsRoleThenSignIn(user, "Viewer");
 
       await redis.del(key);
       expect((await call("GET", "/user/get", user.token)).status).toBe(401);
