@@ -3,7 +3,12 @@
  * against the same handler served in-process by fastify. Same connections, same duration, same
  * database; each side in its own processes. Prints req/s, p50 and p99 of both and their ratio.
  *
- *   pnpm bench [-- --connections 64 --duration 10]
+ * Both sides are warmed up first, then measured in alternating rounds (bus first in odd rounds,
+ * in-process first in even ones), and the ratio is the median of the rounds' own ratios: on a shared
+ * machine whose speed drifts by a third within minutes, one pair measured one after the other gave
+ * anything from 0.40x to 0.73x for the same code (docs/decisions.md, "How the ratio is measured").
+ *
+ *   pnpm bench [-- --connections 64 --duration 10 --rounds 3]
  */
 import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
@@ -16,17 +21,26 @@ import { benchProcesses, ready } from "./lib/services.ts";
 const { values } = parseArgs({
   // `pnpm bench -- --x` passes the `--` through.
   args: process.argv.slice(2).filter((a) => a !== "--"),
-  options: { connections: { type: "string", default: "64" }, duration: { type: "string", default: "10" } },
+  options: {
+    connections: { type: "string", default: "64" },
+    duration: { type: "string", default: "10" },
+    rounds: { type: "string", default: "3" },
+  },
 });
 const connections = Number(values.connections);
 const duration = Number(values.duration);
+const rounds = Math.max(1, Number(values.rounds));
 
 const processes = benchProcesses([]);
 const run = processes.run;
 
-async function load(url: string) {
-  // A short warm-up first: JIT, connection pools and broker channels settle before measuring.
-  await autocannon({ url, connections, duration: 2 });
+interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+async function load(url: string): Promise<Figures> {
   const result = await autocannon({ url, connections, duration });
   if (result.non2xx > 0 || result.errors > 0) {
     throw new Error(`${url}: ${result.non2xx} non-2xx answers and ${result.errors} errors`);
@@ -51,17 +65,51 @@ try {
   const direct = `http://127.0.0.1:${inProcessPort}/user/learnusercount`;
   await Promise.all([ready(viaBus), ready(direct)]);
 
-  const a = await load(viaBus);
-  const b = await load(direct);
-  const row = (name: string, r: typeof a) =>
-    `${name.padEnd(36)} ${r.rps.toFixed(0).padStart(8)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)}`;
-  console.log(`\nGET /user/learnusercount, ${connections} connections, ${duration} s each\n`);
-  console.log(`${"".padEnd(36)} ${"req/s".padStart(8)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)}`);
-  console.log(row("gateway → RabbitMQ → users → Postgres", a));
-  console.log(row("fastify in-process → Postgres", b));
+  // Warm-up: JIT, connection pools and broker channels settle before anything is measured.
+  for (const url of [viaBus, direct]) await autocannon({ url, connections, duration: 5 });
+  const bus: Figures[] = [];
+  const inProcess: Figures[] = [];
+  for (let round = 0; round < rounds; round++) {
+    if (round % 2 === 0) {
+      bus.push(await load(viaBus));
+      inProcess.push(await load(direct));
+    } else {
+      inProcess.push(await load(direct));
+      bus.push(await load(viaBus));
+    }
+  }
+  const row = (name: string, r: Figures) =>
+    `${name.padEnd(44)} ${r.rps.toFixed(0).padStart(8)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)}`;
   console.log(
-    `\nratio (through the bus / in-process): throughput ${(a.rps / b.rps).toFixed(2)}×, ` +
-      `p50 ${(a.p50 / b.p50).toFixed(2)}×, p99 ${(a.p99 / b.p99).toFixed(2)}×`,
+    `\nGET /user/learnusercount, ${connections} connections, ${duration} s each, ${rounds} rounds\n`,
+  );
+  console.log(`${"".padEnd(44)} ${"req/s".padStart(8)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)}`);
+  const ratios: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const [a, b] = [bus[round] as Figures, inProcess[round] as Figures];
+    ratios.push(a.rps / b.rps);
+    console.log(row(`round ${round + 1}: gateway → RabbitMQ → users → Postgres`, a));
+    console.log(row(`round ${round + 1}: fastify in-process → Postgres`, b));
+    console.log(`round ${round + 1}: ratio ${(a.rps / b.rps).toFixed(2)}×`);
+  }
+  const medianOf = (values: number[]) => {
+    const sorted = [...values].sort((x, y) => x - y);
+    const mid = Math.floor(sorted.length / 2);
+    return sorted.length % 2
+      ? (sorted[mid] as number)
+      : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  };
+  const median = (side: Figures[]): Figures => ({
+    rps: medianOf(side.map((f) => f.rps)),
+    p50: medianOf(side.map((f) => f.p50)),
+    p99: medianOf(side.map((f) => f.p99)),
+  });
+  console.log("\nmedians of the rounds");
+  console.log(row("gateway → RabbitMQ → users → Postgres", median(bus)));
+  console.log(row("fastify in-process → Postgres", median(inProcess)));
+  console.log(
+    `\nratio (through the bus / in-process, median of the rounds' ratios): throughput ${medianOf(ratios).toFixed(2)}× ` +
+      `(rounds: ${ratios.map((r) => r.toFixed(2)).join(", ")}); p99 through the bus ${median(bus).p99} ms`,
   );
 } finally {
   await processes.stopAll();

@@ -123,10 +123,14 @@ export class EventSubscriber {
     const ctx = messageContext(
       this.bus.log,
       message.properties,
-      { event: role.descriptor.name, consumer: role.consumer },
+      {
+        event: role.descriptor.name,
+        consumer: role.consumer,
+        messageId: message.properties.messageId,
+        attempt,
+      },
       attempt,
     );
-    ctx.log = ctx.log.child({ messageId: ctx.messageId, attempt });
     let payload: unknown;
     try {
       payload = validatorOf(role.descriptor.payload).assert(

@@ -71,8 +71,10 @@ export async function buildGateway(deps: GatewayDeps): Promise<Server> {
       customOptions: { coerceTypes: true, useDefaults: true, removeAdditional: false, allErrors: false },
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
-  app.addHook("onSend", async (request, reply) => {
+  // Hooks that finish synchronously call `done` rather than return a promise: they run on every request.
+  app.addHook("onSend", (request, reply, payload, done) => {
     reply.header("x-request-id", request.id);
+    done(null, payload);
   });
 
   registerRouteTable(app);

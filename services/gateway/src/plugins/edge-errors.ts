@@ -89,9 +89,11 @@ export function registerHttpEdge(app: Server): void {
     const { head, body } = rawAnswer("EXPECTATION_FAILED", "Only `Expect: 100-continue` is supported.");
     response.writeHead(417, head).end(body);
   });
-  app.addHook("onRequest", async (request) => {
+  app.addHook("onRequest", (request, _reply, done) => {
     if (request.raw.httpVersion === "1.1" && !request.headers.host) {
-      throw errors.validation(ErrorCode.VALIDATION_FAILED, "The Host header is missing.");
+      done(errors.validation(ErrorCode.VALIDATION_FAILED, "The Host header is missing."));
+      return;
     }
+    done();
   });
 }

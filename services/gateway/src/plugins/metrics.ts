@@ -26,11 +26,12 @@ export function createMetrics(): GatewayMetrics {
  * (internal.ts), never here: the public port is reachable by anyone.
  */
 export function observeRequests(app: Server, metrics: GatewayMetrics): void {
-  app.addHook("onResponse", async (request, reply) => {
+  app.addHook("onResponse", (request, reply, done) => {
     metrics.requestDuration.observe(
       // The route pattern, not the URL, keeps the label set bounded.
       { method: request.method, route: request.routeOptions.url ?? "unmatched", status: reply.statusCode },
       reply.elapsedTime / 1000,
     );
+    done();
   });
 }

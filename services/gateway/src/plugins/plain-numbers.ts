@@ -1,5 +1,7 @@
 import { ErrorCode, errors } from "@fundraise/protocol";
+import type { FastifySchema } from "fastify";
 import type { Server } from "../server.ts";
+import { preValidationWhere } from "./route-hooks.ts";
 
 /**
  * Numbers in the path and the query string are plain decimals (behaviour.md §7): the validator
@@ -62,25 +64,34 @@ export function plainNumberProblem(raw: string, kind: NumberKind): string | unde
   return PLAIN_DECIMAL.test(raw) ? undefined : "must be a plain decimal number";
 }
 
+/** Checks the path and query numbers of the routes that have any (route-hooks.ts). */
 export function registerPlainNumbers(app: Server): void {
-  app.addHook("preValidation", async (request) => {
-    const schema = request.routeOptions.schema;
-    if (!schema) return;
-    const parts = [
-      ["params", schema.params, request.params],
-      ["querystring", schema.querystring, request.query],
-    ] as const;
-    for (const [part, partSchema, values] of parts) {
-      for (const [name, kind] of numericFieldsOf(partSchema as JsonSchema | undefined)) {
-        const value = (values as Record<string, unknown> | undefined)?.[name];
-        if (value === undefined) continue;
-        for (const raw of [value].flat()) {
-          const problem = typeof raw === "string" ? plainNumberProblem(raw, kind) : undefined;
-          if (problem) {
-            throw errors.validation(ErrorCode.VALIDATION_FAILED, `Invalid ${part}: /${name} ${problem}.`);
+  const hasNumbers = (schema: FastifySchema | undefined) =>
+    numericFieldsOf(schema?.params as JsonSchema | undefined).length > 0 ||
+    numericFieldsOf(schema?.querystring as JsonSchema | undefined).length > 0;
+  preValidationWhere(
+    app,
+    (route) => hasNumbers(route.schema),
+    (request, _reply, done) => {
+      const schema = request.routeOptions.schema;
+      const parts = [
+        ["params", schema?.params, request.params],
+        ["querystring", schema?.querystring, request.query],
+      ] as const;
+      for (const [part, partSchema, values] of parts) {
+        for (const [name, kind] of numericFieldsOf(partSchema as JsonSchema | undefined)) {
+          const value = (values as Record<string, unknown> | undefined)?.[name];
+          if (value === undefined) continue;
+          for (const raw of [value].flat()) {
+            const problem = typeof raw === "string" ? plainNumberProblem(raw, kind) : undefined;
+            if (problem) {
+              done(errors.validation(ErrorCode.VALIDATION_FAILED, `Invalid ${part}: /${name} ${problem}.`));
+              return;
+            }
           }
         }
       }
-    }
-  });
+      done();
+    },
+  );
 }

@@ -45,10 +45,11 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
  * caller. The docs set their own CSP (plugins/openapi.ts).
  */
 export async function registerSecurityHeaders(app: Server): Promise<void> {
-  app.addHook("onRequest", async (request, reply) => {
+  app.addHook("onRequest", (request, reply, done) => {
     reply.headers(SECURITY_HEADERS);
     const config = request.routeOptions.config;
     const cacheControl = config?.cacheControl ?? (config?.access === undefined ? undefined : "no-store");
     if (cacheControl) reply.header("cache-control", cacheControl);
+    done();
   });
 }

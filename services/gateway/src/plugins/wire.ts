@@ -1,4 +1,5 @@
 import type { Server } from "../server.ts";
+import { preValidationWhere } from "./route-hooks.ts";
 
 type JsonSchema = {
   type?: unknown;
@@ -72,9 +73,15 @@ export function canonicalizeKeys(value: unknown, schema: JsonSchema | undefined)
   return out;
 }
 
+/** Body keys in the schema's spelling, on the routes that take a body (route-hooks.ts). */
 export function registerWireFormat(app: Server): void {
-  app.addHook("preValidation", async (request) => {
-    const schema = request.routeOptions.schema?.body as JsonSchema | undefined;
-    if (schema && request.body !== undefined) request.body = canonicalizeKeys(request.body, schema);
-  });
+  preValidationWhere(
+    app,
+    (route) => route.schema?.body !== undefined,
+    (request, _reply, done) => {
+      const schema = request.routeOptions.schema?.body as JsonSchema | undefined;
+      if (schema && request.body !== undefined) request.body = canonicalizeKeys(request.body, schema);
+      done();
+    },
+  );
 }
