@@ -17,6 +17,7 @@ import { createTestDatabase } from "@fundraise/service-kit/testing";
 import autocannon from "autocannon";
 import { freePort } from "../scripts/lib/processes.ts";
 import { benchProcesses, ready } from "./lib/services.ts";
+import { median } from "./lib/stats.ts";
 
 const { values } = parseArgs({
   // `pnpm bench -- --x` passes the `--` through.
@@ -92,24 +93,17 @@ try {
     console.log(row(`round ${round + 1}: fastify in-process → Postgres`, b));
     console.log(`round ${round + 1}: ratio ${(a.rps / b.rps).toFixed(2)}×`);
   }
-  const medianOf = (values: number[]) => {
-    const sorted = [...values].sort((x, y) => x - y);
-    const mid = Math.floor(sorted.length / 2);
-    return sorted.length % 2
-      ? (sorted[mid] as number)
-      : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-  };
-  const median = (side: Figures[]): Figures => ({
-    rps: medianOf(side.map((f) => f.rps)),
-    p50: medianOf(side.map((f) => f.p50)),
-    p99: medianOf(side.map((f) => f.p99)),
+  const medianOf = (side: Figures[]): Figures => ({
+    rps: median(side.map((f) => f.rps)),
+    p50: median(side.map((f) => f.p50)),
+    p99: median(side.map((f) => f.p99)),
   });
   console.log("\nmedians of the rounds");
-  console.log(row("gateway → RabbitMQ → users → Postgres", median(bus)));
-  console.log(row("fastify in-process → Postgres", median(inProcess)));
+  console.log(row("gateway → RabbitMQ → users → Postgres", medianOf(bus)));
+  console.log(row("fastify in-process → Postgres", medianOf(inProcess)));
   console.log(
-    `\nratio (through the bus / in-process, median of the rounds' ratios): throughput ${medianOf(ratios).toFixed(2)}× ` +
-      `(rounds: ${ratios.map((r) => r.toFixed(2)).join(", ")}); p99 through the bus ${median(bus).p99} ms`,
+    `\nratio (through the bus / in-process, median of the rounds' ratios): throughput ${median(ratios).toFixed(2)}× ` +
+      `(rounds: ${ratios.map((r) => r.toFixed(2)).join(", ")}); p99 through the bus ${medianOf(bus).p99} ms`,
   );
 } finally {
   await processes.stopAll();

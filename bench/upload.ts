@@ -33,6 +33,7 @@ import { Wallet } from "ethers";
 import pg from "pg";
 import { createKuboIpfs } from "../services/storage/src/content/ipfs.ts";
 import { cpuMs, pidsOf } from "./lib/cpu.ts";
+import { median } from "./lib/stats.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((a) => a !== "--"),
@@ -104,11 +105,6 @@ const sys = await startSystem({ env: { DATABASE_URL: db.url }, ipfsUrl: ipfsNode
   },
 );
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
 const mb = (bytes: number) => bytes / MiB;
 
 /** The process this one spawned for a service (`node --import tsx services/<name>/src/main.ts`). */
