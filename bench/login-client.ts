@@ -3,32 +3,15 @@
  * share a core with the system it measures). Reads from the environment: GATEWAY_URL, WALLET_KEYS (comma-
  * separated private keys of signed-up, verified users), CONCURRENCY, DURATION_MS. Prints one JSON line:
  * `{ latencies: number[], failures: number, seconds: number, cpuMs: number }` (its own CPU time under load).
+ *
+ * It runs on the same cores as the system, so it is kept lean, as autocannon is for `pnpm bench`: each
+ * client owns one kept-alive socket and writes its requests as prepared text, and reads each answer by
+ * its Content-Length (bench/lib/http-connection.ts). node:http cost this process about 0.9 ms of CPU per
+ * sign-in (two requests), fetch more.
  */
-import { Agent, request } from "node:http";
-import { getBytes, hashMessage, hexlify, Wallet } from "ethers";
+import { getBytes, hashMessage, Wallet } from "ethers";
 import secp256k1 from "secp256k1";
-
-// Kept-alive connections, one per client, and node:http rather than fetch: fetch's per-request cost was
-// a large part of this process's CPU (it shares the machine's cores with the system it measures).
-const agent = new Agent({ keepAlive: true, maxSockets: Number(process.env.CONCURRENCY) });
-
-function send(method: string, url: string, body?: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      { method, agent, headers: body === undefined ? {} : { "content-type": "application/json" } },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => (text += chunk));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-        res.on("error", reject);
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
+import { HttpConnection } from "./lib/http-connection.ts";
 
 /**
  * EIP-191 personal_sign as a wallet does it, with libsecp256k1: ethers' JS signing costs about 2 ms of
@@ -36,11 +19,18 @@ function send(method: string, url: string, body?: string): Promise<{ status: num
  */
 function personalSign(privateKey: Uint8Array, message: string): string {
   const { signature, recid } = secp256k1.ecdsaSign(getBytes(hashMessage(message)), privateKey);
-  return `${hexlify(signature)}${(27 + recid).toString(16)}`;
+  return `0x${Buffer.from(signature).toString("hex")}${(27 + recid).toString(16)}`;
 }
 
-const gateway = process.env.GATEWAY_URL as string;
-const wallets = (process.env.WALLET_KEYS as string).split(",").map((key) => new Wallet(key));
+const gateway = new URL(process.env.GATEWAY_URL as string);
+const wallets = (process.env.WALLET_KEYS as string).split(",").map((key) => {
+  const wallet = new Wallet(key);
+  return {
+    address: wallet.address,
+    key: getBytes(wallet.privateKey),
+    nonceRequest: HttpConnection.request("GET", gateway.host, `/Authentication/GetNonce/${wallet.address}`),
+  };
+});
 const concurrency = Number(process.env.CONCURRENCY);
 const durationMs = Number(process.env.DURATION_MS);
 
@@ -49,20 +39,22 @@ let failures = 0;
 const until = Date.now() + durationMs;
 const started = performance.now();
 const cpuAtStart = process.cpuUsage();
+const connections = await Promise.all(
+  Array.from({ length: concurrency }, () => HttpConnection.open(gateway.hostname, Number(gateway.port))),
+);
 await Promise.all(
-  Array.from({ length: concurrency }, async (_, worker) => {
+  connections.map(async (connection, worker) => {
     for (let i = worker; Date.now() < until; i += concurrency) {
-      const wallet = wallets[i % wallets.length] as Wallet;
+      const wallet = wallets[i % wallets.length] as (typeof wallets)[number];
       const t0 = performance.now();
-      const issued = await send("GET", `${gateway}/Authentication/GetNonce/${wallet.address}`);
-      const nonce = (JSON.parse(issued.text) as { data: number }).data;
-      const login = await send(
-        "POST",
-        `${gateway}/Authentication/Login`,
-        JSON.stringify({
-          address: wallet.address,
-          signedMessage: personalSign(getBytes(wallet.privateKey), `LOGIN: ${nonce}`),
-        }),
+      const issued = await connection.send(wallet.nonceRequest);
+      const nonce = (JSON.parse(issued.body) as { data: number }).data;
+      const body = JSON.stringify({
+        address: wallet.address,
+        signedMessage: personalSign(wallet.key, `LOGIN: ${nonce}`),
+      });
+      const login = await connection.send(
+        HttpConnection.request("POST", gateway.host, "/Authentication/Login", body),
       );
       if (login.status === 200) latencies.push(performance.now() - t0);
       else failures++;
@@ -70,7 +62,7 @@ await Promise.all(
   }),
 );
 const cpu = process.cpuUsage(cpuAtStart);
-agent.destroy();
+for (const connection of connections) connection.close();
 process.stdout.write(
   `${JSON.stringify({
     latencies,

@@ -164,11 +164,18 @@ describe("GetNonce", () => {
   it("limits nonces per client IP and address (429), never per address alone", async () => {
     const wallet = newWallet();
     const outcomes: string[] = [];
+    const answered: number[] = [];
     // 2 × limit + 1 calls: whichever way a minute boundary splits them, one window sees more than 5.
-    for (let i = 0; i < 11; i++) outcomes.push(await outcome(getNonce(wallet.address)));
+    for (let i = 0; i < 11; i++) {
+      outcomes.push(await outcome(getNonce(wallet.address).then((n) => answered.push(n))));
+    }
     expect(outcomes.slice(0, 5)).toEqual(["ok", "ok", "ok", "ok", "ok"]);
     expect(outcomes).toContain("RATE_LIMITED");
     expect(outcomes.filter((o) => o !== "ok" && o !== "RATE_LIMITED")).toEqual([]);
+    // A refused call issued nothing and displaced nothing: the live nonces are the last three answered
+    // (NONCES_PER_ADDRESS is 3 here).
+    const live = await h.redis.zrange(nonceKey(wallet.address), 0, -1);
+    expect(live.map((m) => Number(m.split("|")[0])).sort()).toEqual(answered.slice(-3).sort());
     // Another client still gets nonces for the address.
     expect(await getNonce(wallet.address, newOrigin())).toBeGreaterThan(0);
   });

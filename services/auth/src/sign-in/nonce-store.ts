@@ -1,15 +1,17 @@
 import { randomInt } from "node:crypto";
-import { ErrorCode, errors } from "@fundraise/protocol";
 import type { Redis } from "ioredis";
 import { defineScript } from "../sessions/redis-exec.ts";
+import { COUNT_LUA, type Counters, rateLimited, redisUnavailable } from "./rate-limiter.ts";
 
 export interface NonceStore {
   /**
-   * A fresh nonce for the address, living `ttlSeconds`. Earlier nonces of the address stay valid (several
-   * may be outstanding, behaviour.md §7); past `maxPerAddress` live ones, one is dropped: the oldest issued
-   * to the same client IP when there is one, else the oldest of all.
+   * A fresh nonce for the address, living `ttlSeconds`, counted against the rate limits' `counters` in
+   * the same Redis command: past a limit nothing is issued (no earlier nonce is displaced) and it throws
+   * `rate_limited` (429). Earlier nonces of the address stay valid (several may be outstanding,
+   * behaviour.md §7); past `maxPerAddress` live ones, one is dropped: the oldest issued to the same client
+   * IP when there is one, else the oldest of all.
    */
-  issue(address: string, ip: string): Promise<number>;
+  issue(address: string, ip: string, within: Counters): Promise<number>;
   /** Removes this live nonce of the address; true when it was there (a nonce is used at most once). */
   take(address: string, nonce: string): Promise<boolean>;
   /** The address's live nonces, newest first (read only: `take` decides who uses one). */
@@ -22,15 +24,13 @@ const MIN_NONCE = 10_000_000;
 const MAX_NONCE_EXCLUSIVE = 2 ** 31;
 const NONCE = /^\d{8,10}$/;
 
-export const redisUnavailable = (cause: unknown) =>
-  errors.unavailable(ErrorCode.SERVICE_UNAVAILABLE, "Sign-in is unavailable right now; try again.", {
-    cause,
-  });
-
 // One sorted set per address: member `<nonce>|<client ip>`, score = expiry (epoch ms). Every script first
 // drops the expired members, so a member present is a live nonce. The key itself expires with its newest
 // member. Scripts run atomically: two logins cannot both take one nonce.
-const ISSUE = `
+//
+// ISSUE: KEYS[2..]: rate-limit counters, ARGV[6..]: their life and limit (COUNT_LUA); -1 past a limit.
+const ISSUE = `${COUNT_LUA}
+if over_limit(2, #KEYS - 1, 6) then return -1 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 local members = redis.call('ZRANGE', KEYS[1], 0, -1)
 local max = tonumber(ARGV[5])
@@ -81,12 +81,12 @@ export function createNonceStore(
     }
   };
   return {
-    async issue(address, ip) {
+    async issue(address, ip, within) {
       const nonce = randomInt(MIN_NONCE, MAX_NONCE_EXCLUSIVE);
       const now = Date.now();
-      await run(() =>
-        issueScript([key(address)], [now, now + options.ttlSeconds * 1000, nonce, ip, options.maxPerAddress]),
-      );
+      const args = [now, now + options.ttlSeconds * 1000, nonce, ip, options.maxPerAddress, ...within.args];
+      const issued = await run(() => issueScript([key(address), ...within.keys], args));
+      if (Number(issued) === -1) throw rateLimited();
       return nonce;
     },
     async take(address, nonce) {

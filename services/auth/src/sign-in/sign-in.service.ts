@@ -74,7 +74,8 @@ export function createSignInService(deps: SignInServiceDeps): SignInService {
   return {
     async issueNonce(address, origin) {
       const checked = requireAddress(address);
-      await rateLimiter.hit([
+      // Counted and issued in one Redis command: past a limit, nothing is issued.
+      const counters = rateLimiter.counters([
         {
           action: "nonce",
           subject: ipSubject(origin.ip),
@@ -88,7 +89,7 @@ export function createSignInService(deps: SignInServiceDeps): SignInService {
           windowSeconds: 60,
         },
       ]);
-      return nonces.issue(checked, origin.ip);
+      return nonces.issue(checked, origin.ip, counters);
     },
 
     async login(request, origin, ctx) {
