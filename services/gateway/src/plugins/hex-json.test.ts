@@ -72,6 +72,21 @@ describe("HexJsonScanner: hex body fields decoded as the body arrives", () => {
     }
   });
 
+  it("decodes every byte value from digits in any case, wherever a chunk starts in memory", () => {
+    const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    const lower = all.toString("hex");
+    // Mixed case: every other pair upper-case, and within pairs one digit each way.
+    const mixed = lower.replace(/../g, (pair, at: number) =>
+      at % 4 === 0 ? pair.toUpperCase() : `${pair[0]?.toUpperCase()}${pair[1]}`,
+    );
+    for (const size of [1, 2, 3, 5, 1000]) {
+      // The digits start at an even (12) and at an odd (19) offset of the body.
+      for (const json of [`{"fileHex":"${mixed}"}`, `{"ab":1,"fileHex":"${mixed}"}`]) {
+        expect(scan(json, size, 64).bytesOf("fileHex")).toBe(lower);
+      }
+    }
+  });
+
   it("keeps a short non-hex value as its string (an IPFS path), and the empty string as it is", () => {
     const { body, bytesOf } = scan(JSON.stringify({ imageUrl: "/ipfs/QmX/image", fileHex: "" }), 3);
     expect(body).toEqual({ imageUrl: "/ipfs/QmX/image", fileHex: "" });
@@ -82,7 +97,15 @@ describe("HexJsonScanner: hex body fields decoded as the body arrives", () => {
 
   it("marks long non-hex, odd-length and escaped long values invalid; a sink that had parts hears it", () => {
     const long = "ab".repeat(1000);
-    for (const value of [`${long}zz`, `${long}a`, `${long}\\u0061b`, `${long}\\"`]) {
+    // A pair half hex (`ag`), bytes above 0x7f (`é` is C3 A9 in UTF-8), an odd length, escapes.
+    for (const value of [
+      `${long}zz`,
+      `${long}ag`,
+      `${long}é0`,
+      `${long}a`,
+      `${long}\\u0061b`,
+      `${long}\\"`,
+    ]) {
       const { bytesOf, sinks } = scan(`{"fileHex":"${value}","projectName":"x"}`, 5, 300);
       expect(bytesOf("fileHex"), value.slice(-6)).toEqual({ invalid: true });
       expect(sinks.get("filehex")?.outcome).toBe("failed");
