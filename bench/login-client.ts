@@ -2,7 +2,7 @@
  * The load generator of bench/logins.ts, in a process of its own (so its signing and HTTP work does not
  * share a core with the system it measures). Reads from the environment: GATEWAY_URL, WALLET_KEYS (comma-
  * separated private keys of signed-up, verified users), CONCURRENCY, DURATION_MS. Prints one JSON line:
- * `{ latencies: number[], failures: number, seconds: number, cpuMs: number }` (its own CPU time under load).
+ * `{ latencies, failures, seconds, cpuMs, kernelMs }` (its own CPU time under load, and the kernel's part).
  *
  * It runs on the same cores as the system, so it is kept lean, as autocannon is for `pnpm bench`: each
  * client owns one kept-alive socket and writes its requests as prepared text, and reads each answer by
@@ -69,5 +69,6 @@ process.stdout.write(
     failures,
     seconds: (performance.now() - started) / 1000,
     cpuMs: (cpu.user + cpu.system) / 1000,
+    kernelMs: cpu.system / 1000,
   })}\n`,
 );

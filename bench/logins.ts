@@ -95,11 +95,13 @@ try {
       failures: number;
       seconds: number;
       cpuMs: number;
+      kernelMs: number;
     };
     return { result: parsed, operations: parsed.latencies.length };
   });
   // The clients measure their own CPU time (their process is gone by now).
-  perOperationUs[LOAD] = (result.cpuMs * 1000) / Math.max(result.latencies.length, 1);
+  const perLogin = (ms: number) => (ms * 1000) / Math.max(result.latencies.length, 1);
+  perOperationUs[LOAD] = { total: perLogin(result.cpuMs), kernel: perLogin(result.kernelMs) };
   const code = child.exitCode ?? (await new Promise<number | null>((resolve) => child.on("exit", resolve)));
   if (code !== 0) throw new Error(`the load generator exited with ${code}`);
   const { latencies, failures, seconds } = result;
