@@ -120,6 +120,12 @@ export const UsersRpc = {
 } as const;
 
 export const UsersEvents = {
+  /**
+   * A user's sign-in fields (`UserAccount`) changed, or the user was deleted: written by a row trigger in
+   * the changing transaction, whatever the change. Says only whose account; readers that keep a copy drop
+   * it and read the account again.
+   */
+  accountChanged: defineEvent("users.user.account-changed", Type.Object({ userId: Id, address: Address })),
   deleted: defineEvent("users.user.deleted", Type.Object({ userId: Id, address: Address })),
   /** A user changed the e-mail: it is unverified until the link the auth service mails is followed. */
   emailChanged: defineEvent(

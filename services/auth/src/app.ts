@@ -1,5 +1,6 @@
 import type { Bus } from "@fundraise/bus";
 import { loadDeployment } from "@fundraise/contracts";
+import { UsersRpc } from "@fundraise/protocol";
 import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import { type ChainReader, createChainReader } from "./chain/chain.ts";
@@ -11,6 +12,7 @@ import { createTokenIssuer } from "./keys/token-issuer.ts";
 import { createMailer } from "./mail/mailer.ts";
 import { serveAuthRpc } from "./rpc/index.ts";
 import { createSessionStore } from "./sessions/session-store.ts";
+import { createAccountCopy } from "./sign-in/account-copy.ts";
 import { createNonceStore } from "./sign-in/nonce-store.ts";
 import { createRateLimiter } from "./sign-in/rate-limiter.ts";
 import { createSignInService, type SignInService } from "./sign-in/sign-in.service.ts";
@@ -116,8 +118,15 @@ export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus:
       },
     });
     const rateLimiter = createRateLimiter(redis, config.redis.prefix);
+    const accounts = createAccountCopy({
+      redis,
+      prefix: config.redis.prefix,
+      ttlSeconds: config.signIn.accountCopyTtlSeconds,
+      fetch: (address, ctx) => bus.call(UsersRpc.byAddress, { address }, ctx),
+    });
     const signIn = createSignInService({
       bus,
+      accounts,
       nonces,
       rateLimiter,
       chain,
@@ -146,6 +155,7 @@ export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus:
     const subscribers = authSubscribers({
       em,
       sessions,
+      accounts,
       signUp,
       verificationTtlHours: config.verification.ttlHours,
     });

@@ -85,6 +85,13 @@ export const AuthEnv = {
     maximum: 3650,
     description: "age after which a new token signing key is created (checked at start-up and hourly)",
   }),
+  ACCOUNT_COPY_TTL_SECONDS: Type.Integer({
+    default: 600,
+    minimum: 0,
+    maximum: 86400,
+    description:
+      "longest life of an account in the sign-in copy (seconds; changes drop it at once); 0: ask the users service every time",
+  }),
   NONCES_PER_ADDRESS: Type.Integer({
     default: 10,
     minimum: 1,
@@ -161,6 +168,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       legacyMessages: e.LEGACY_MESSAGES,
       siweDomain: siweDomain.toLowerCase(),
       clockSkewSeconds: e.SIWE_CLOCK_SKEW_SECONDS,
+      accountCopyTtlSeconds: e.ACCOUNT_COPY_TTL_SECONDS,
     },
     rateLimits: {
       noncePerIpPerMinute: e.NONCE_PER_IP_PER_MINUTE,

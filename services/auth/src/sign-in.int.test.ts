@@ -1,7 +1,12 @@
+import { randomUUID } from "node:crypto";
+import type { MessageContext } from "@fundraise/bus";
+import { waitFor } from "@fundraise/bus/testing";
 import { registryAt, UserStatus, waitForReceipt } from "@fundraise/contracts";
 import { AuthRpc, UsersRpc } from "@fundraise/protocol";
+import { silentLogger } from "@fundraise/service-kit";
 import type { HDNodeWallet } from "ethers";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createAccountCopy } from "./sign-in/account-copy.ts";
 import { LOGIN_FAILED_MESSAGE } from "./sign-in/sign-in.service.ts";
 import { deployContractWallet } from "./test/contract-wallet.ts";
 import {
@@ -542,5 +547,111 @@ describe("chain unavailable", () => {
     await h.anvil.stop();
     const failure = await failureOf(login(wallet.address, signature));
     expect(failure).toMatchObject({ kind: "unavailable", code: "CHAIN_UNAVAILABLE" });
+  });
+});
+
+/** The context a handler gets from the bus, for a handler or store called directly. */
+const testContext = (): MessageContext => ({
+  requestId: randomUUID(),
+  messageId: randomUUID(),
+  deadline: undefined,
+  traceparent: undefined,
+  attempt: 1,
+  log: silentLogger(),
+});
+
+describe("the account copy (docs/decisions.md)", () => {
+  const lookups = (address: string) =>
+    h.users.requests(UsersRpc.byAddress).filter((r) => r.address.toLowerCase() === address.toLowerCase())
+      .length;
+  const entryKey = (wallet: HDNodeWallet) => `${h.prefix}account:${wallet.address.toLowerCase()}`;
+  /**
+   * A verified user, signed in once, whose account's changes so far (the verification, then the chain role
+   * the first sign-in told the users service) have both reached auth.
+   */
+  const settledUser = async (wallet: HDNodeWallet) => {
+    const user = await signedUp(wallet);
+    await legacyLogin(h, wallet, origin);
+    const generation = `${h.prefix}account-gen:${wallet.address.toLowerCase()}`;
+    await waitFor(async () => Number(await h.redis.get(generation)) >= 2, 10_000, "the account's changes");
+    return { user, before: lookups(wallet.address) };
+  };
+
+  it("asks the users service once; later sign-ins read the copy", async () => {
+    const wallet = newWallet();
+    const { before } = await settledUser(wallet);
+    await legacyLogin(h, wallet, origin);
+    expect(lookups(wallet.address)).toBe(before + 1);
+    expect(await h.redis.exists(entryKey(wallet))).toBe(1);
+    const { claims } = await verifyToken(h, await legacyLogin(h, wallet, origin));
+    expect(claims.address).toBe(wallet.address);
+    expect(lookups(wallet.address)).toBe(before + 1);
+  });
+
+  it("drops an account that changed, even by SQL alone: the next sign-in has the new fields", async () => {
+    const wallet = newWallet();
+    const { user, before } = await settledUser(wallet);
+    await legacyLogin(h, wallet, origin);
+    await h.users.sql.query(`update users."user" set username = $1 where id = $2`, [
+      `${user.username}_2`,
+      user.id,
+    ]);
+    await waitFor(async () => (await h.redis.exists(entryKey(wallet))) === 0, 10_000, "the copy dropped");
+    const { claims } = await verifyToken(h, await legacyLogin(h, wallet, origin));
+    expect(claims.unique_name).toBe(`${user.username}_2`);
+    expect(lookups(wallet.address)).toBe(before + 2);
+  });
+
+  it("drops the account when the session follows a role change, deletion or new e-mail", async () => {
+    const wallet = newWallet();
+    const { user } = await settledUser(wallet);
+    const payload = { userId: user.id, address: wallet.address };
+    // Each event as the users service publishes it, handled while the trigger's account-changed is
+    // still on its way (here: never sent): the handler itself drops the copy.
+    for (const handle of [
+      () =>
+        h.app.subscribers.roleChanged(
+          { ...payload, role: "Viewer", previousRole: "Base", changedBy: "1" },
+          testContext(),
+        ),
+      () => h.app.subscribers.deleted(payload, testContext()),
+      () =>
+        h.app.subscribers.emailChanged(
+          { ...payload, mailAddress: `new.${user.id}@example.org` },
+          testContext(),
+        ),
+    ]) {
+      await legacyLogin(h, wallet, origin);
+      expect(await h.redis.exists(entryKey(wallet))).toBe(1);
+      await handle();
+      expect(await h.redis.exists(entryKey(wallet))).toBe(0);
+    }
+  });
+
+  it("does not keep an account read before a change that arrived meanwhile", async () => {
+    const wallet = newWallet();
+    await signedUp(wallet);
+    const stale = await h.users.byAddress(wallet.address);
+    const accounts = createAccountCopy({
+      redis: h.redis,
+      prefix: h.prefix,
+      ttlSeconds: 60,
+      // The users service answers, then the change's event is handled before the answer is kept.
+      fetch: async () => {
+        await accounts.invalidate(wallet.address);
+        return stale;
+      },
+    });
+    expect(await accounts.byAddress(wallet.address, testContext())).toEqual(stale);
+    expect(await h.redis.exists(entryKey(wallet))).toBe(0);
+  });
+
+  it("never keeps an unverified account: the sign-in after verification is not refused from a copy", async () => {
+    const wallet = newWallet();
+    const user = await signedUp(wallet, { isVerified: false });
+    expect(await outcome(legacyLogin(h, wallet, origin))).toBe("EMAIL_NOT_VERIFIED");
+    expect(await h.redis.exists(entryKey(wallet))).toBe(0);
+    await h.users.sql.query(`update users."user" set is_verified = true where id = $1`, [user.id]);
+    expect(await outcome(legacyLogin(h, wallet, origin))).toBe("ok");
   });
 });

@@ -13,6 +13,7 @@ import type { ChainReader } from "../chain/chain.ts";
 import type { TokenIssuer } from "../keys/token-issuer.ts";
 import type { SessionStore } from "../sessions/session-store.ts";
 import { refusal, type VerifySignedMessage } from "../signatures/signed-message.ts";
+import type { AccountCopy } from "./account-copy.ts";
 import { requireAddress } from "./input.ts";
 import type { NonceStore } from "./nonce-store.ts";
 import { ipAddressSubject, ipSubject, type RateLimiter } from "./rate-limiter.ts";
@@ -33,6 +34,8 @@ export interface SignInService {
 
 export interface SignInServiceDeps {
   bus: Pick<Bus, "call">;
+  /** The accounts, copied from the users service. */
+  accounts: AccountCopy;
   nonces: NonceStore;
   rateLimiter: RateLimiter;
   chain: ChainReader;
@@ -48,7 +51,7 @@ export interface SignInServiceDeps {
 }
 
 export function createSignInService(deps: SignInServiceDeps): SignInService {
-  const { bus, nonces, rateLimiter, chain, tokens, sessions, verifySignedMessage, limits } = deps;
+  const { bus, accounts, nonces, rateLimiter, chain, tokens, sessions, verifySignedMessage, limits } = deps;
 
   /**
    * Reads the chain role and tells the users service when the chain changed since it last saw it; the
@@ -121,11 +124,12 @@ export function createSignInService(deps: SignInServiceDeps): SignInService {
       });
       const refuse = (reason: string) => refusal("login", ctx.log, reason, address);
 
-      // The chain read needs only the address: it runs while the users service looks the account up.
+      // The chain read needs only the address: it runs while the account is looked up (in the copy, or
+      // by the users service).
       // Its failure (chain down: 503) is said only after the account checks, as when it ran after them.
       const chainRole = chain.roleOf(address);
       chainRole.catch(() => {});
-      const account = await bus.call(UsersRpc.byAddress, { address }, ctx);
+      const account = await accounts.byAddress(address, ctx);
       if (!account) throw refuse("unknown address");
       if (!account.isVerified) throw errors.forbidden(ErrorCode.EMAIL_NOT_VERIFIED, NOT_VERIFIED_MESSAGE);
       const current = await refreshRole(account, chainRole, ctx);

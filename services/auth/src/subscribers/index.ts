@@ -2,7 +2,9 @@ import type { Bus } from "@fundraise/bus";
 import { UsersEvents } from "@fundraise/protocol";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { SessionStore } from "../sessions/session-store.ts";
+import type { AccountCopy } from "../sign-in/account-copy.ts";
 import type { SignUpService } from "../sign-up/sign-up.service.ts";
+import { onAccountChanged } from "./account-changed.ts";
 import { CONSUMER } from "./consumer.ts";
 import { onUserDeleted } from "./user-deleted.ts";
 import { onUserEmailChanged } from "./user-email-changed.ts";
@@ -11,6 +13,7 @@ import { onUserRoleChanged } from "./user-role-changed.ts";
 export interface SubscriberDeps {
   em: () => EntityManager;
   sessions: SessionStore;
+  accounts: AccountCopy;
   signUp: SignUpService;
   verificationTtlHours: number;
 }
@@ -21,6 +24,7 @@ export function authSubscribers(deps: SubscriberDeps) {
     deleted: onUserDeleted(deps),
     roleChanged: onUserRoleChanged(deps),
     emailChanged: onUserEmailChanged(deps),
+    accountChanged: onAccountChanged(deps),
   };
 }
 
@@ -29,4 +33,5 @@ export async function subscribeAuth(bus: Bus, handlers: ReturnType<typeof authSu
   await bus.subscribe(CONSUMER, UsersEvents.deleted, handlers.deleted);
   await bus.subscribe(CONSUMER, UsersEvents.roleChanged, handlers.roleChanged);
   await bus.subscribe(CONSUMER, UsersEvents.emailChanged, handlers.emailChanged);
+  await bus.subscribe(CONSUMER, UsersEvents.accountChanged, handlers.accountChanged);
 }

@@ -2,6 +2,7 @@ import type { EventHandler } from "@fundraise/bus";
 import { UsersEvents } from "@fundraise/protocol";
 import { handleOnce } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import type { AccountCopy } from "../sign-in/account-copy.ts";
 import type { SignUpService } from "../sign-up/sign-up.service.ts";
 import { claimFor } from "./consumer.ts";
 
@@ -12,10 +13,13 @@ import { claimFor } from "./consumer.ts";
 export const onUserEmailChanged =
   (deps: {
     em: () => EntityManager;
+    accounts: AccountCopy;
     signUp: SignUpService;
     verificationTtlHours: number;
   }): EventHandler<typeof UsersEvents.emailChanged> =>
   async (payload, ctx) => {
+    // The account is unverified now: its copy goes (the trigger's account-changed says so too, later).
+    await deps.accounts.invalidate(payload.address);
     await handleOnce(deps.em(), claimFor(UsersEvents.emailChanged), ctx, async (em) => {
       await deps.signUp.sendVerification(em, {
         userId: payload.userId,

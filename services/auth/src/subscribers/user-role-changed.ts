@@ -3,6 +3,7 @@ import { UsersEvents } from "@fundraise/protocol";
 import { handleOnce } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { SessionStore } from "../sessions/session-store.ts";
+import type { AccountCopy } from "../sign-in/account-copy.ts";
 import { claimFor } from "./consumer.ts";
 
 /**
@@ -10,8 +11,14 @@ import { claimFor } from "./consumer.ts";
  * (behaviour.md §2); a change that came from the chain only updates the role.
  */
 export const onUserRoleChanged =
-  (deps: { em: () => EntityManager; sessions: SessionStore }): EventHandler<typeof UsersEvents.roleChanged> =>
+  (deps: {
+    em: () => EntityManager;
+    sessions: SessionStore;
+    accounts: AccountCopy;
+  }): EventHandler<typeof UsersEvents.roleChanged> =>
   async (payload, ctx) => {
+    // The copy goes before the session changes: a sign-in that sees the change sees no old account.
+    await deps.accounts.invalidate(payload.address);
     await handleOnce(deps.em(), claimFor(UsersEvents.roleChanged), ctx, async (em) => {
       if (payload.changedBy === "chain") {
         await deps.sessions.setRole(payload.userId, payload.role, em);

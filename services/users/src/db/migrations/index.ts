@@ -2,6 +2,7 @@ import { Migration20261122000000_users } from "./Migration20261122000000_users.t
 import { Migration20261123000000_accounts } from "./Migration20261123000000_accounts.ts";
 import { Migration20261124000000_signup_proof } from "./Migration20261124000000_signup_proof.ts";
 import { Migration20261124000100_role_sources } from "./Migration20261124000100_role_sources.ts";
+import { Migration20261125000000_account_changed } from "./Migration20261125000000_account_changed.ts";
 
 /** Every migration of the users schema, oldest first; applied at start-up. Never edit a committed one. */
 export const migrations = [
@@ -9,4 +10,5 @@ export const migrations = [
   { name: "Migration20261123000000_accounts", class: Migration20261123000000_accounts },
   { name: "Migration20261124000000_signup_proof", class: Migration20261124000000_signup_proof },
   { name: "Migration20261124000100_role_sources", class: Migration20261124000100_role_sources },
+  { name: "Migration20261125000000_account_changed", class: Migration20261125000000_account_changed },
 ];

@@ -1,0 +1,87 @@
+import type { RequestContext } from "@fundraise/bus";
+import type { UserAccount } from "@fundraise/protocol";
+import type { Redis } from "ioredis";
+import type { Static } from "typebox";
+import { defineScript } from "../sessions/redis-exec.ts";
+
+type Account = Static<typeof UserAccount>;
+
+/**
+ * The accounts a sign-in reads, copied from the users service (docs/decisions.md, "The account copy"):
+ * a sign-in finds its account here and the users service is asked only on a miss. Only verified accounts
+ * are kept (a user who just followed the link is read again, never refused from an old copy). An entry
+ * goes when the users service says the account changed (`users.user.account-changed`, from a row trigger,
+ * and the role, e-mail and deletion events, whose handlers drop it before they touch the session), and
+ * lives at most `ttlSeconds` in any case.
+ */
+export interface AccountCopy {
+  /** The account with this address: the copy's, else the users service's (kept unless changed meanwhile). */
+  byAddress(address: string, ctx: RequestContext): Promise<Account | null>;
+  /** Drops the address's entry; a read of the users service that began before this is not kept. */
+  invalidate(address: string): Promise<void>;
+}
+
+// KEYS[1]: the entry, KEYS[2]: the address's generation (raised by every invalidation). The entry, or
+// nil and the generation a fill must still find to be kept.
+const LOOKUP = `
+local entry = redis.call('GET', KEYS[1])
+if entry then return {entry} end
+return {false, redis.call('GET', KEYS[2]) or '0'}
+`;
+// ARGV: the entry, its life in seconds, the generation seen before the users service was asked.
+const FILL = `
+if (redis.call('GET', KEYS[2]) or '0') ~= ARGV[3] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return 1
+`;
+// ARGV: how long the generation outlives the last invalidation (longer than any read of users takes).
+const INVALIDATE = `
+redis.call('DEL', KEYS[1])
+redis.call('INCR', KEYS[2])
+redis.call('EXPIRE', KEYS[2], ARGV[1])
+return 0
+`;
+const GENERATION_LIFE_SECONDS = 3600;
+
+export function createAccountCopy(deps: {
+  redis: Redis;
+  prefix: string;
+  ttlSeconds: number;
+  /** The users service's answer (`users.user.by-address`). */
+  fetch: (address: string, ctx: RequestContext) => Promise<Account | null>;
+}): AccountCopy {
+  const lookup = defineScript(deps.redis, LOOKUP);
+  const fill = defineScript(deps.redis, FILL);
+  const drop = defineScript(deps.redis, INVALIDATE);
+  const keys = (address: string) => {
+    const lower = address.toLowerCase();
+    return [`${deps.prefix}account:${lower}`, `${deps.prefix}account-gen:${lower}`];
+  };
+
+  return {
+    async byAddress(address, ctx) {
+      if (deps.ttlSeconds <= 0) return deps.fetch(address, ctx);
+      const where = keys(address);
+      let generation: string | null = null;
+      try {
+        const [entry, seen] = (await lookup(where, [])) as [string | null, string?];
+        if (entry !== null) return JSON.parse(entry) as Account;
+        generation = seen ?? "0";
+      } catch (cause) {
+        // The copy is an optimisation: without Redis the users service still answers.
+        ctx.log.warn({ err: cause }, "account copy unreadable; asking the users service");
+      }
+      const account = await deps.fetch(address, ctx);
+      if (account?.isVerified && generation !== null) {
+        await fill(where, [JSON.stringify(account), deps.ttlSeconds, generation]).catch((cause: unknown) =>
+          ctx.log.warn({ err: cause }, "account copy not written"),
+        );
+      }
+      return account;
+    },
+
+    async invalidate(address) {
+      await drop(keys(address), [GENERATION_LIFE_SECONDS]);
+    },
+  };
+}
