@@ -14,12 +14,21 @@ import type { Redis } from "ioredis";
 import { defineScript, execAll } from "./redis-exec.ts";
 
 // KEYS[1]: the session hash; ARGV: its life in seconds, then field, value pairs to set. One command
-// instead of a MULTI of three or four: it runs on every sign-in.
+// instead of a MULTI of three or four: it runs on every sign-in. With KEYS[2], the last ARGV is the value
+// KEYS[2] must still hold (or nothing is written and it answers 1).
 const SET_FIELDS = `
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+local last = #ARGV
+if KEYS[2] then
+  if (redis.call('GET', KEYS[2]) or '0') ~= ARGV[last] then return 1 end
+  last = last - 1
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2, last))
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 return 0
 `;
+
+/** `setRole`'s answer when the account changed since it was read: nothing was written to Redis. */
+export const ACCOUNT_CHANGED = "account-changed";
 
 /**
  * The session state the gateway reads on every authenticated request (packages/protocol `sessions.ts`),
@@ -30,9 +39,16 @@ return 0
 export interface SessionStore {
   /**
    * At sign-in and on a role change from the chain: the role only. Answers the revocation time in force
-   * (epoch seconds, or null): a token issued now must not be dated before it.
+   * (epoch seconds, or null): a token issued now must not be dated before it. With `unchanged` (a sign-in:
+   * the account's role was read while that key held that value), the session is left alone when the key
+   * changed since, and it answers ACCOUNT_CHANGED: the role read may be older than the session's.
    */
-  setRole(userId: number, role: UserRole, em?: EntityManager): Promise<number | null>;
+  setRole(
+    userId: number,
+    role: UserRole,
+    em?: EntityManager,
+    unchanged?: { key: string; value: string } | null,
+  ): Promise<number | null | typeof ACCOUNT_CHANGED>;
   /** Refuses every token issued before now (rounded up to the second); drops the role when given null. */
   revoke(userId: number, role: UserRole | null, em?: EntityManager): Promise<void>;
   /**
@@ -62,7 +78,7 @@ export function createSessionStore(deps: {
   ) => (em ? ((await executorOf(em).query(sql, params)).rows as R[]) : deps.pool.query<R>(sql, params));
 
   return {
-    async setRole(userId, role, em) {
+    async setRole(userId, role, em, unchanged) {
       const [row] = await run<{ revoked_before: string | number | null }>(
         `insert into auth.session (user_id, role) values ($1, $2)
          on conflict (user_id) do update set role = excluded.role, updated_at = now()
@@ -74,7 +90,12 @@ export function createSessionStore(deps: {
       // Both fields from Postgres: a hash Redis lost must not come back without its revocation.
       const fields: string[] = [SESSION_FIELD.role, role];
       if (revokedBefore !== null) fields.push(SESSION_FIELD.revokedBefore, String(revokedBefore));
-      await setFields([key(userId)], [ttl, ...fields]);
+      if (unchanged) {
+        const changed = await setFields([key(userId), unchanged.key], [ttl, ...fields, unchanged.value]);
+        if (Number(changed) === 1) return ACCOUNT_CHANGED;
+      } else {
+        await setFields([key(userId)], [ttl, ...fields]);
+      }
       return revokedBefore;
     },
 

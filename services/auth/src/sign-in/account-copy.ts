@@ -6,6 +6,18 @@ import { defineScript } from "../sessions/redis-exec.ts";
 
 type Account = Static<typeof UserAccount>;
 
+/** A Redis key and the value it held when the account was read: it changes with the account. */
+export interface Unchanged {
+  key: string;
+  value: string;
+}
+
+export interface AccountRead {
+  account: Account | null;
+  /** Holds while nothing has changed the account since it was read (null: cannot tell). */
+  unchanged: Unchanged | null;
+}
+
 /**
  * The accounts a sign-in reads, copied from the users service (docs/decisions.md, "The account copy"):
  * a sign-in finds its account here and the users service is asked only on a miss. Only verified accounts
@@ -15,18 +27,19 @@ type Account = Static<typeof UserAccount>;
  * lives at most `ttlSeconds` in any case.
  */
 export interface AccountCopy {
-  /** The account with this address: the copy's, else the users service's (kept unless changed meanwhile). */
-  byAddress(address: string, ctx: RequestContext): Promise<Account | null>;
+  /**
+   * The account with this address: the copy's, else (or when `fresh`) the users service's, kept unless
+   * it changed meanwhile; with the check that it has not changed since (none without the copy).
+   */
+  byAddress(address: string, ctx: RequestContext, options?: { fresh?: boolean }): Promise<AccountRead>;
   /** Drops the address's entry; a read of the users service that began before this is not kept. */
   invalidate(address: string): Promise<void>;
 }
 
-// KEYS[1]: the entry, KEYS[2]: the address's generation (raised by every invalidation). The entry, or
-// nil and the generation a fill must still find to be kept.
+// KEYS[1]: the entry, KEYS[2]: the address's generation (raised by every invalidation). The generation
+// and the entry, if any (an entry present is of this generation: an invalidation drops it).
 const LOOKUP = `
-local entry = redis.call('GET', KEYS[1])
-if entry then return {entry} end
-return {false, redis.call('GET', KEYS[2]) or '0'}
+return {redis.call('GET', KEYS[2]) or '0', redis.call('GET', KEYS[1])}
 `;
 // ARGV: the entry, its life in seconds, the generation seen before the users service was asked.
 const FILL = `
@@ -59,25 +72,26 @@ export function createAccountCopy(deps: {
   };
 
   return {
-    async byAddress(address, ctx) {
-      if (deps.ttlSeconds <= 0) return deps.fetch(address, ctx);
+    async byAddress(address, ctx, options = {}) {
+      if (deps.ttlSeconds <= 0) return { account: await deps.fetch(address, ctx), unchanged: null };
       const where = keys(address);
-      let generation: string | null = null;
+      let unchanged: Unchanged | null = null;
       try {
-        const [entry, seen] = (await lookup(where, [])) as [string | null, string?];
-        if (entry !== null) return JSON.parse(entry) as Account;
-        generation = seen ?? "0";
+        const [generation, entry] = (await lookup(where, [])) as [string, string | null];
+        unchanged = { key: where[1] as string, value: generation };
+        if (entry !== null && !options.fresh) return { account: JSON.parse(entry) as Account, unchanged };
       } catch (cause) {
         // The copy is an optimisation: without Redis the users service still answers.
         ctx.log.warn({ err: cause }, "account copy unreadable; asking the users service");
       }
       const account = await deps.fetch(address, ctx);
-      if (account?.isVerified && generation !== null) {
-        await fill(where, [JSON.stringify(account), deps.ttlSeconds, generation]).catch((cause: unknown) =>
+      if (account?.isVerified && unchanged !== null) {
+        const entry = JSON.stringify(account);
+        await fill(where, [entry, deps.ttlSeconds, unchanged.value]).catch((cause: unknown) =>
           ctx.log.warn({ err: cause }, "account copy not written"),
         );
       }
-      return account;
+      return { account, unchanged };
     },
 
     async invalidate(address) {

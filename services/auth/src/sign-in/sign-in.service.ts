@@ -11,9 +11,9 @@ import {
 import type { Static } from "typebox";
 import type { ChainReader } from "../chain/chain.ts";
 import type { TokenIssuer } from "../keys/token-issuer.ts";
-import type { SessionStore } from "../sessions/session-store.ts";
+import { ACCOUNT_CHANGED, type SessionStore } from "../sessions/session-store.ts";
 import { refusal, type VerifySignedMessage } from "../signatures/signed-message.ts";
-import type { AccountCopy } from "./account-copy.ts";
+import type { AccountCopy, Unchanged } from "./account-copy.ts";
 import { requireAddress } from "./input.ts";
 import type { NonceStore } from "./nonce-store.ts";
 import { ipAddressSubject, ipSubject, type RateLimiter } from "./rate-limiter.ts";
@@ -25,6 +25,13 @@ export type Origin = RequestOf<typeof AuthRpc.login>["origin"];
 
 export { LOGIN_FAILED_MESSAGE } from "../signatures/signed-message.ts";
 export const NOT_VERIFIED_MESSAGE = "Verify your e-mail first.";
+
+/** Reads of an account a sign-in makes at most, when it keeps changing under it (then 503). */
+const MAX_READS = 3;
+const busy = (cause: unknown) =>
+  errors.unavailable(ErrorCode.SERVICE_UNAVAILABLE, "Sign-in is unavailable right now; try again.", {
+    cause,
+  });
 
 /** Sign-in (behaviour.md §2, §7): nonces, and a signed nonce exchanged for a token. */
 export interface SignInService {
@@ -72,6 +79,14 @@ export function createSignInService(deps: SignInServiceDeps): SignInService {
       );
     }
     return current;
+  }
+
+  async function storeRole(account: Account, unchanged: Unchanged | null) {
+    try {
+      return await sessions.setRole(account.id, account.role, undefined, unchanged);
+    } catch (cause) {
+      throw busy(cause);
+    }
   }
 
   return {
@@ -125,34 +140,31 @@ export function createSignInService(deps: SignInServiceDeps): SignInService {
       const refuse = (reason: string) => refusal("login", ctx.log, reason, address);
 
       // The chain read needs only the address: it runs while the account is looked up (in the copy, or
-      // by the users service).
-      // Its failure (chain down: 503) is said only after the account checks, as when it ran after them.
+      // by the users service). Its failure (chain down: 503) is said only after the account checks.
       const chainRole = chain.roleOf(address);
       chainRole.catch(() => {});
-      const account = await accounts.byAddress(address, ctx);
-      if (!account) throw refuse("unknown address");
-      if (!account.isVerified) throw errors.forbidden(ErrorCode.EMAIL_NOT_VERIFIED, NOT_VERIFIED_MESSAGE);
-      const current = await refreshRole(account, chainRole, ctx);
-      if (!current) throw refuse("user removed during sign-in");
-      // The gateway prefers the session's role to the claim: it must be this one before the token is out.
-      let revokedBefore: number | null;
-      try {
-        revokedBefore = await sessions.setRole(current.id, current.role);
-      } catch (cause) {
-        throw errors.unavailable(
-          ErrorCode.SERVICE_UNAVAILABLE,
-          "Sign-in is unavailable right now; try again.",
-          {
-            cause,
-          },
-        );
+      let read = await accounts.byAddress(address, ctx);
+      for (let round = 1; ; round++) {
+        const { account } = read;
+        if (!account) throw refuse("unknown address");
+        if (!account.isVerified) throw errors.forbidden(ErrorCode.EMAIL_NOT_VERIFIED, NOT_VERIFIED_MESSAGE);
+        const current = await refreshRole(account, chainRole, ctx);
+        if (!current) throw refuse("user removed during sign-in");
+        // The gateway prefers the session's role to the claim: it must be this one before the token is
+        // out, unless the account changed since it was read (its role-changed may be in the session).
+        const revokedBefore = await storeRole(current, read.unchanged);
+        if (revokedBefore !== ACCOUNT_CHANGED) {
+          // Revocation rounds up to the next second: a token of this second must not be dated before it.
+          const { token } = await tokens.issue(current, { notBefore: revokedBefore ?? 0 });
+          // A sign-in that succeeded is not a failure: it does not count against the limits.
+          await attempt.refund();
+          ctx.log.info({ userId: current.id, role: current.role }, "signed in");
+          return token;
+        }
+        if (round === MAX_READS) throw busy(new Error("the account kept changing during sign-in"));
+        ctx.log.info({ userId: current.id }, "account changed during sign-in; reading it again");
+        read = await accounts.byAddress(address, ctx, { fresh: true });
       }
-      // Revocation rounds up to the next second: a token of this second must not be dated before it.
-      const { token } = await tokens.issue(current, { notBefore: revokedBefore ?? 0 });
-      // A sign-in that succeeded is not a failure: it does not count against the limits.
-      await attempt.refund();
-      ctx.log.info({ userId: current.id, role: current.role }, "signed in");
-      return token;
     },
   };
 }

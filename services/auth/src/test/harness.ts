@@ -45,6 +45,11 @@ export interface UsersService {
   /** Every request of this RPC the users service answered, oldest first (recorded, then served). */
   requests<D extends RpcDescriptor>(descriptor: D): RequestOf<D>[];
   /**
+   * Runs `meanwhile` once, the next time the users service has its answer to this RPC ready, before the
+   * answer leaves: something that happens while the answer travels.
+   */
+  beforeNextAnswer<D extends RpcDescriptor>(descriptor: D, meanwhile: () => Promise<void>): void;
+  /**
    * A user created the way sign-up creates one, through the users service's RPCs: `register`, then
    * `mark-verified` unless `isVerified` is false.
    */
@@ -100,7 +105,7 @@ export async function startHarness(
 
   const log = silentLogger();
   const usersBus = await createAmqpBus({ url: vhost.url, service: "users", logger: log, journal: false });
-  const calls: Record<string, unknown[]> = {};
+  const calls: Calls = { seen: {}, meanwhile: {} };
   const usersApp = await startUsersApp({
     config: loadUsersConfig({ DATABASE_URL: usersDb.url, AMQP_URL: vhost.url, LOG_LEVEL: "silent" }),
     log,
@@ -161,17 +166,26 @@ export async function startHarness(
   };
 }
 
+interface Calls {
+  seen: Record<string, unknown[]>;
+  meanwhile: Record<string, () => Promise<void>>;
+}
+
 /** The bus as the users service sees it, recording each request it serves before answering it. */
-function recordingCalls(bus: Bus, calls: Record<string, unknown[]>): Bus {
+function recordingCalls(bus: Bus, calls: Calls): Bus {
   return new Proxy(bus, {
     get(target, property, receiver) {
       if (property === "serve") {
         const serve: Bus["serve"] = (descriptor, handler) =>
           target.serve(descriptor, async (request, ctx) => {
-            const seen = calls[descriptor.name] ?? [];
+            const seen = calls.seen[descriptor.name] ?? [];
             seen.push(request);
-            calls[descriptor.name] = seen;
-            return handler(request, ctx);
+            calls.seen[descriptor.name] = seen;
+            const answer = await handler(request, ctx);
+            const meanwhile = calls.meanwhile[descriptor.name];
+            delete calls.meanwhile[descriptor.name];
+            await meanwhile?.();
+            return answer;
           });
         return serve;
       }
@@ -183,10 +197,14 @@ function recordingCalls(bus: Bus, calls: Record<string, unknown[]>): Bus {
 
 let seeded = 0;
 
-function usersService(client: Bus, sql: pg.Client, calls: Record<string, unknown[]>): UsersService {
+function usersService(client: Bus, sql: pg.Client, calls: Calls): UsersService {
   return {
     sql,
-    requests: <D extends RpcDescriptor>(descriptor: D) => (calls[descriptor.name] ?? []) as RequestOf<D>[],
+    requests: <D extends RpcDescriptor>(descriptor: D) =>
+      (calls.seen[descriptor.name] ?? []) as RequestOf<D>[],
+    beforeNextAnswer(descriptor, meanwhile) {
+      calls.meanwhile[descriptor.name] = meanwhile;
+    },
     async seed(user) {
       seeded += 1;
       const username = user.username ?? `user${seeded}_${randomBytes(3).toString("hex")}`;
