@@ -86,6 +86,15 @@ describe("sign-up and sign-in with a wallet", () => {
     const me = await api("GET", "/user/get", { authorization: `Bearer ${res.body.data}` });
     expect(me.status).toBe(200);
     expect(me.body.data).toMatchObject({ id: userId, address: wallet.address });
+
+    // Again, the same way: this time the account may come from auth's copy (keyed by any case).
+    const again = await api("GET", `/Authentication/GetNonce/${lower}`);
+    const second = await api("POST", "/Authentication/Login", {
+      body: { Address: lower, SignedMessage: await wallet.signMessage(`LOGIN: ${again.body.data}`) },
+    });
+    expect(second.status, JSON.stringify(second.body)).toBe(200);
+    const claims = (await jwtVerify(second.body.data as string, jwks, { audience: "fundraise" })).payload;
+    expect(claims).toMatchObject({ sub: String(userId), address: wallet.address, role: "Base" });
   });
 
   it("signs in with a Sign-In with Ethereum message", async () => {

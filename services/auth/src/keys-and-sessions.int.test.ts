@@ -1,8 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { MessageContext } from "@fundraise/bus";
-import { waitFor } from "@fundraise/bus/testing";
+import { testMessageContext, waitFor } from "@fundraise/bus/testing";
 import { AuthRpc, UsersEvents, UsersRpc } from "@fundraise/protocol";
-import { silentLogger } from "@fundraise/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { VERIFIED_MESSAGE } from "./sign-up/sign-up.service.ts";
 import {
@@ -161,14 +159,7 @@ describe("session hash from users events", () => {
   it("handles a redelivered event once (auth.processed_message)", async () => {
     const { wallet, user } = await signedInUser();
     const mailAddress = `twice.${user.id}@example.org`;
-    const ctx: MessageContext = {
-      requestId: randomUUID(),
-      messageId: randomUUID(),
-      deadline: undefined,
-      traceparent: undefined,
-      attempt: 1,
-      log: silentLogger(),
-    };
+    const ctx = testMessageContext();
     const payload = { userId: user.id, address: wallet.address, mailAddress };
     await h.app.subscribers.emailChanged(payload, ctx);
     await h.app.subscribers.emailChanged(payload, { ...ctx, attempt: 2 });

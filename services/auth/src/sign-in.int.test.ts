@@ -1,9 +1,6 @@
-import { randomUUID } from "node:crypto";
-import type { MessageContext } from "@fundraise/bus";
-import { waitFor } from "@fundraise/bus/testing";
+import { testMessageContext, waitFor } from "@fundraise/bus/testing";
 import { registryAt, UserStatus, waitForReceipt } from "@fundraise/contracts";
 import { AuthRpc, UsersRpc } from "@fundraise/protocol";
-import { silentLogger } from "@fundraise/service-kit";
 import type { HDNodeWallet } from "ethers";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAccountCopy } from "./sign-in/account-copy.ts";
@@ -537,16 +534,6 @@ describe("contract wallets (EIP-1271)", () => {
   });
 });
 
-/** The context a handler gets from the bus, for a handler or store called directly. */
-const testContext = (): MessageContext => ({
-  requestId: randomUUID(),
-  messageId: randomUUID(),
-  deadline: undefined,
-  traceparent: undefined,
-  attempt: 1,
-  log: silentLogger(),
-});
-
 describe("the account copy (docs/decisions.md)", () => {
   const lookups = (address: string) =>
     h.users.requests(UsersRpc.byAddress).filter((r) => r.address.toLowerCase() === address.toLowerCase())
@@ -601,13 +588,13 @@ describe("the account copy (docs/decisions.md)", () => {
       () =>
         h.app.subscribers.roleChanged(
           { ...payload, role: "Viewer", previousRole: "Base", changedBy: "1" },
-          testContext(),
+          testMessageContext(),
         ),
-      () => h.app.subscribers.deleted(payload, testContext()),
+      () => h.app.subscribers.deleted(payload, testMessageContext()),
       () =>
         h.app.subscribers.emailChanged(
           { ...payload, mailAddress: `new.${user.id}@example.org` },
-          testContext(),
+          testMessageContext(),
         ),
     ]) {
       await legacyLogin(h, wallet, origin);
@@ -626,7 +613,7 @@ describe("the account copy (docs/decisions.md)", () => {
       await h.users.sql.query(`update users."user" set role = 'Viewer' where id = $1`, [user.id]);
       await h.app.subscribers.roleChanged(
         { userId: user.id, address: wallet.address, role: "Viewer", previousRole: "Base", changedBy: "1" },
-        testContext(),
+        testMessageContext(),
       );
     });
     const before = lookups(wallet.address);
@@ -650,8 +637,33 @@ describe("the account copy (docs/decisions.md)", () => {
         return stale;
       },
     });
-    expect((await accounts.byAddress(wallet.address, testContext())).account).toEqual(stale);
+    expect((await accounts.byAddress(wallet.address, testMessageContext())).account).toEqual(stale);
     expect(await h.redis.exists(entryKey(wallet))).toBe(0);
+  });
+
+  it("with ACCOUNT_COPY_TTL_SECONDS=0 asks the users service every time, and still tells a change", async () => {
+    const wallet = newWallet();
+    await signedUp(wallet);
+    let asked = 0;
+    const accounts = createAccountCopy({
+      redis: h.redis,
+      prefix: h.prefix,
+      ttlSeconds: 0,
+      fetch: (address) => {
+        asked += 1;
+        return h.users.byAddress(address);
+      },
+    });
+    const first = await accounts.byAddress(wallet.address, testMessageContext());
+    const second = await accounts.byAddress(wallet.address, testMessageContext());
+    expect(asked).toBe(2);
+    expect(second.account).toEqual(first.account);
+    expect(await h.redis.exists(entryKey(wallet))).toBe(0);
+    // The session check works without the copy: a change raises the generation the read saw.
+    const seen = second.unchanged;
+    expect(seen).not.toBeNull();
+    await accounts.invalidate(wallet.address);
+    expect(await h.redis.get(seen?.key ?? "")).not.toBe(seen?.value);
   });
 
   it("never keeps an unverified account: the sign-in after verification is not refused from a copy", async () => {

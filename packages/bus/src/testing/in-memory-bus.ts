@@ -9,6 +9,7 @@ import {
 } from "@fundraise/protocol";
 import pino, { type Logger } from "pino";
 import { type Bus, type EventHandler, type MessageContext, type RpcHandler, WithMessage } from "../bus.ts";
+import { testMessageContext } from "./message-context.ts";
 
 /**
  * The Bus contract without a broker, for unit tests: same validation, same error kinds, no network.
@@ -23,14 +24,8 @@ export function createInMemoryBus(options: { logger?: Logger } = {}): Bus & {
   const subscribers = new Map<string, EventHandler<EventDescriptor>[]>();
   const published: { name: string; payload: unknown }[] = [];
 
-  const context = (name: string, requestId: string = randomUUID(), deadline?: number): MessageContext => ({
-    requestId,
-    messageId: randomUUID(),
-    deadline,
-    traceparent: undefined,
-    attempt: 1,
-    log: log.child({ requestId, message: name }),
-  });
+  const context = (name: string, requestId: string = randomUUID(), deadline?: number): MessageContext =>
+    testMessageContext({ requestId, deadline, log: log.child({ requestId, message: name }) });
 
   const bus: ReturnType<typeof createInMemoryBus> = {
     published,

@@ -1,2 +1,3 @@
 export { createInMemoryBus } from "./in-memory-bus.ts";
+export { testMessageContext } from "./message-context.ts";
 export { createTestVhost, type TestVhost, waitFor } from "./vhost.ts";

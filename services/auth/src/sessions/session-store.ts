@@ -11,7 +11,7 @@ import {
 import { executorOf, type SqlPool } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Redis } from "ioredis";
-import { defineScript, execAll } from "./redis-exec.ts";
+import { defineScript, execAll, type Unchanged } from "./redis-exec.ts";
 
 // KEYS[1]: the session hash; ARGV: its life in seconds, then field, value pairs to set. One command
 // instead of a MULTI of three or four: it runs on every sign-in. With KEYS[2], the last ARGV is the value
@@ -47,7 +47,7 @@ export interface SessionStore {
     userId: number,
     role: UserRole,
     em?: EntityManager,
-    unchanged?: { key: string; value: string } | null,
+    unchanged?: Unchanged | null,
   ): Promise<number | null | typeof ACCOUNT_CHANGED>;
   /** Refuses every token issued before now (rounded up to the second); drops the role when given null. */
   revoke(userId: number, role: UserRole | null, em?: EntityManager): Promise<void>;

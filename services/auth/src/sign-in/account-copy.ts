@@ -2,15 +2,9 @@ import type { RequestContext } from "@fundraise/bus";
 import type { UserAccount } from "@fundraise/protocol";
 import type { Redis } from "ioredis";
 import type { Static } from "typebox";
-import { defineScript } from "../sessions/redis-exec.ts";
+import { defineScript, type Unchanged } from "../sessions/redis-exec.ts";
 
 type Account = Static<typeof UserAccount>;
-
-/** A Redis key and the value it held when the account was read: it changes with the account. */
-export interface Unchanged {
-  key: string;
-  value: string;
-}
 
 export interface AccountRead {
   account: Account | null;
@@ -28,8 +22,9 @@ export interface AccountRead {
  */
 export interface AccountCopy {
   /**
-   * The account with this address: the copy's, else (or when `fresh`) the users service's, kept unless
-   * it changed meanwhile; with the check that it has not changed since (none without the copy).
+   * The account with this address: the copy's, else (or when `fresh`, or with the copy off) the users
+   * service's, kept unless it changed meanwhile; with the check that it has not changed since (null
+   * when Redis could not be read).
    */
   byAddress(address: string, ctx: RequestContext, options?: { fresh?: boolean }): Promise<AccountRead>;
   /** Drops the address's entry; a read of the users service that began before this is not kept. */
@@ -73,19 +68,20 @@ export function createAccountCopy(deps: {
 
   return {
     async byAddress(address, ctx, options = {}) {
-      if (deps.ttlSeconds <= 0) return { account: await deps.fetch(address, ctx), unchanged: null };
+      const keep = deps.ttlSeconds > 0;
       const where = keys(address);
       let unchanged: Unchanged | null = null;
       try {
         const [generation, entry] = (await lookup(where, [])) as [string, string | null];
         unchanged = { key: where[1] as string, value: generation };
-        if (entry !== null && !options.fresh) return { account: JSON.parse(entry) as Account, unchanged };
+        if (entry !== null && keep && !options.fresh)
+          return { account: JSON.parse(entry) as Account, unchanged };
       } catch (cause) {
         // The copy is an optimisation: without Redis the users service still answers.
         ctx.log.warn({ err: cause }, "account copy unreadable; asking the users service");
       }
       const account = await deps.fetch(address, ctx);
-      if (account?.isVerified && unchanged !== null) {
+      if (keep && account?.isVerified && unchanged !== null) {
         const entry = JSON.stringify(account);
         await fill(where, [entry, deps.ttlSeconds, unchanged.value]).catch((cause: unknown) =>
           ctx.log.warn({ err: cause }, "account copy not written"),

@@ -11,9 +11,10 @@ import {
 import type { Static } from "typebox";
 import type { ChainReader } from "../chain/chain.ts";
 import type { TokenIssuer } from "../keys/token-issuer.ts";
+import type { Unchanged } from "../sessions/redis-exec.ts";
 import { ACCOUNT_CHANGED, type SessionStore } from "../sessions/session-store.ts";
 import { refusal, type VerifySignedMessage } from "../signatures/signed-message.ts";
-import type { AccountCopy, Unchanged } from "./account-copy.ts";
+import type { AccountCopy } from "./account-copy.ts";
 import { requireAddress } from "./input.ts";
 import type { NonceStore } from "./nonce-store.ts";
 import { ipAddressSubject, ipSubject, type RateLimiter } from "./rate-limiter.ts";
