@@ -153,7 +153,9 @@ describe("GetNonce", () => {
   });
 
   it("refuses a malformed address with 400 and writes nothing", async () => {
-    const keys = async () => (await h.redis.keys(`${h.prefix}*`)).sort();
+    // Every key but the account copy's, which the events of earlier tests' sign-ups still change meanwhile.
+    const keys = async () =>
+      (await h.redis.keys(`${h.prefix}*`)).filter((k) => !k.startsWith(`${h.prefix}account`)).sort();
     const before = await keys();
     for (const address of ["0x123", "not-an-address", "0x5B38Da6a701c568545dCfcB03FcB875f56beddc4"]) {
       const failure = await failureOf(getNonce(address));
