@@ -18,7 +18,7 @@ import { registryAt, UserStatus, waitForReceipt } from "@fundraise/contracts";
 import { createTestDatabase } from "@fundraise/service-kit/testing";
 import { Wallet } from "ethers";
 import pg from "pg";
-import { freePort, stopProcess } from "../scripts/lib/processes.ts";
+import { freePort, serviceNodeArgs, stopProcess } from "../scripts/lib/processes.ts";
 import { spawnIndexer } from "../services/chain-indexer/src/test/child.ts";
 import { indexedBlock, registerMany, startChain } from "../services/chain-indexer/src/test/harness.ts";
 
@@ -95,7 +95,7 @@ try {
 
   // 2. Head lag through the gateway.
   const port = await freePort();
-  const gateway = spawn(process.execPath, ["--import", "tsx", "services/gateway/src/main.ts"], {
+  const gateway = spawn(process.execPath, serviceNodeArgs("gateway"), {
     cwd: root,
     env: {
       ...process.env,

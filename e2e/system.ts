@@ -17,7 +17,7 @@ import { type IpfsNode, startIpfsNode } from "@fundraise/ipfs-node";
 import { createTestDatabase } from "@fundraise/service-kit/testing";
 import { type ParsedMail, simpleParser } from "mailparser";
 import { SMTPServer } from "smtp-server";
-import { freePort, stopProcess } from "../scripts/lib/processes.ts";
+import { freePort, serviceNodeArgs, stopProcess } from "../scripts/lib/processes.ts";
 
 const root = join(import.meta.dirname, "..");
 
@@ -193,8 +193,7 @@ export async function startSystem(
     // SERVICE_NODE_FLAGS adds Node flags to every service, e.g. `--cpu-prof --cpu-prof-dir=.local/prof`
     // to profile a benchmark (NODE_OPTIONS refuses --cpu-prof).
     const flags = (process.env.SERVICE_NODE_FLAGS ?? "").split(" ").filter(Boolean);
-    const main = join("services", name, "src", "main.ts");
-    const child = spawn(process.execPath, [...flags, "--import", "tsx", main], {
+    const child = spawn(process.execPath, serviceNodeArgs(name, flags), {
       cwd: root,
       env: { ...env, ...options.serviceEnv?.[name], ...extraEnv },
       stdio: ["ignore", "pipe", "pipe", "ipc"],

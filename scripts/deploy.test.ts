@@ -8,7 +8,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,6 +19,7 @@ import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ConfigMap, Namespace, Secret, Service } from "kubernetes-models/v1";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
+import { serviceNodeArgs, serviceNodeFlags } from "./lib/processes.ts";
 
 const root = join(import.meta.dirname, "..");
 const require = createRequire(import.meta.url);
@@ -296,6 +297,41 @@ describe("Dockerfile", () => {
       "COPY --chmod=755 <<'EOF'",
     ]);
     expect(read(".dockerignore")).toMatch(/^\*\*\/node_modules$/m);
+  });
+
+  it("starts a service with the Node flags its package.json names, as every other launcher does", () => {
+    const script = /<<'EOF' \/usr\/local\/bin\/run-service\n([\s\S]*?)\nEOF$/m.exec(dockerfile)?.[1];
+    expect(script).toBeDefined();
+    // A `node` that runs `node -p` for real and prints the arguments of anything else instead of running it.
+    const bin = mkdtempSync(join(tmpdir(), "run-service-"));
+    try {
+      writeFileSync(
+        join(bin, "node"),
+        `#!/bin/sh\nif [ "$1" = -p ]; then exec "${process.execPath}" "$@"; fi\nprintf '%s\\n' "$@"\n`,
+        { mode: 0o755 },
+      );
+      const argsOf = (service: string) =>
+        execFileSync("sh", ["-c", script as string], {
+          cwd: root,
+          env: { PATH: `${bin}:${process.env.PATH}`, SERVICE: service },
+          encoding: "utf8",
+        })
+          .trim()
+          .split("\n");
+      expect(serviceNodeFlags("storage")).not.toEqual([]);
+      for (const service of ["storage", "gateway"]) {
+        expect(argsOf(service), service).toEqual(serviceNodeArgs(service));
+      }
+      // A service's own `pnpm --filter … start` passes them too.
+      for (const service of readdirSync(join(root, "services"))) {
+        const { scripts } = JSON.parse(read(`services/${service}/package.json`)) as {
+          scripts: { start: string };
+        };
+        for (const flag of serviceNodeFlags(service)) expect(scripts.start, service).toContain(flag);
+      }
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
   });
 
   it("has a runtime target (the last stage) with EXPOSE and HEALTHCHECK, and a contracts target", () => {

@@ -20,7 +20,7 @@ import { createLogger, type Logger } from "@fundraise/service-kit";
 import pg from "pg";
 import pino from "pino";
 import { chooseLogFormat, createLineFormatter, type LogFormat } from "./lib/log-format.ts";
-import { stopProcess } from "./lib/processes.ts";
+import { serviceNodeArgs, stopProcess } from "./lib/processes.ts";
 import { startLocalChain } from "./local-chain.ts";
 
 const root = join(import.meta.dirname, "..");
@@ -99,7 +99,7 @@ async function ensureDatabase(url: string): Promise<void> {
 }
 
 function startService(name: string, restarts = 0): void {
-  const child = spawn(process.execPath, ["--import", "tsx", join("services", name, "src", "main.ts")], {
+  const child = spawn(process.execPath, serviceNodeArgs(name), {
     cwd: root,
     env: env as NodeJS.ProcessEnv,
     // stdout is read line by line (the log); stderr (crashes, runtime warnings) goes straight through; the

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
-import { stopProcess } from "../../scripts/lib/processes.ts";
+import { serviceNodeArgs, stopProcess } from "../../scripts/lib/processes.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 
@@ -8,9 +8,11 @@ const root = join(import.meta.dirname, "..", "..");
 export function benchProcesses(nodeFlags: string[] = []) {
   const children: ChildProcess[] = [];
   return {
-    /** Runs a TypeScript entry point of the workspace with tsx, its logs at warn. */
+    /** Runs a TypeScript entry point of the workspace with tsx (a service with its own Node flags), its logs at warn. */
     run(script: string, env: Record<string, string>): ChildProcess {
-      const child = spawn(process.execPath, [...nodeFlags, "--import", "tsx", script], {
+      const service = /^services\/([\w-]+)\/src\/main\.ts$/.exec(script)?.[1];
+      const args = service ? serviceNodeArgs(service, nodeFlags) : [...nodeFlags, "--import", "tsx", script];
+      const child = spawn(process.execPath, args, {
         cwd: root,
         env: { ...process.env, LOG_LEVEL: "warn", ...env },
         stdio: ["ignore", "ignore", "inherit"],
