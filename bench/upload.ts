@@ -21,7 +21,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { setFlagsFromString } from "node:v8";
@@ -349,6 +349,16 @@ try {
       .join("; ")}`,
   );
   console.log(`CPU per direct add (mean ms): ${cpuLine(directCpuMs)}`);
+  // What bounds the ratio on this machine: when both sides keep every core busy, the Add cannot take less
+  // than its CPU over the direct add's, however well its stages overlap (docs/decisions.md).
+  const allCpu = (perProcess: Record<string, number[]>) =>
+    Object.values(perProcess).reduce((total, list) => total + mean(list), 0);
+  const cores = (cpu: number, wall: number) => (cpu / wall).toFixed(1);
+  console.log(
+    `cores busy (CPU / wall, means): Add ${cores(allCpu(addCpuMs), mean(gatewayMs))} of ${availableParallelism()}, ` +
+      `direct add ${cores(allCpu(directCpuMs), mean(directMs))}; ` +
+      `CPU ratio (Add / direct) ${(allCpu(addCpuMs) / allCpu(directCpuMs)).toFixed(2)}×`,
+  );
   console.log(
     `\npeak RSS during the uploads${reset ? "" : " (VmHWM could not be reset: peak since start-up)"}\n`,
   );
