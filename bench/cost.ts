@@ -34,8 +34,8 @@ const [db, vhost] = await Promise.all([createTestDatabase("bench"), createTestVh
 try {
   const port = await freePort();
   const shared = { DATABASE_URL: db.url, AMQP_URL: vhost.url };
-  const users = run("services/users/src/main.ts", shared);
-  const gateway = run("services/gateway/src/main.ts", {
+  const users = processes.service("users", shared);
+  const gateway = processes.service("gateway", {
     ...shared,
     PORT: String(port),
     REDIS_PREFIX: `bench:${randomBytes(4).toString("hex")}:`,

@@ -54,8 +54,8 @@ try {
   const gatewayPort = await freePort();
   const inProcessPort = await freePort();
   const shared = { DATABASE_URL: db.url, AMQP_URL: vhost.url };
-  run("services/users/src/main.ts", shared);
-  run("services/gateway/src/main.ts", {
+  processes.service("users", shared);
+  processes.service("gateway", {
     ...shared,
     PORT: String(gatewayPort),
     REDIS_PREFIX: `bench:${randomBytes(4).toString("hex")}:`,

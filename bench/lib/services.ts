@@ -7,19 +7,21 @@ const root = join(import.meta.dirname, "..", "..");
 /** The processes a benchmark starts (services, baselines), stopped together at the end. */
 export function benchProcesses(nodeFlags: string[] = []) {
   const children: ChildProcess[] = [];
+  const start = (args: string[], env: Record<string, string>): ChildProcess => {
+    const child = spawn(process.execPath, args, {
+      cwd: root,
+      env: { ...process.env, LOG_LEVEL: "warn", ...env },
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    children.push(child);
+    return child;
+  };
   return {
-    /** Runs a TypeScript entry point of the workspace with tsx (a service with its own Node flags), its logs at warn. */
-    run(script: string, env: Record<string, string>): ChildProcess {
-      const service = /^services\/([\w-]+)\/src\/main\.ts$/.exec(script)?.[1];
-      const args = service ? serviceNodeArgs(service, nodeFlags) : [...nodeFlags, "--import", "tsx", script];
-      const child = spawn(process.execPath, args, {
-        cwd: root,
-        env: { ...process.env, LOG_LEVEL: "warn", ...env },
-        stdio: ["ignore", "ignore", "inherit"],
-      });
-      children.push(child);
-      return child;
-    },
+    /** Runs a service of `services/` with its own Node flags (serviceNodeArgs), its logs at warn. */
+    service: (name: string, env: Record<string, string>) => start(serviceNodeArgs(name, nodeFlags), env),
+    /** Runs another TypeScript entry point of the workspace with tsx, its logs at warn. */
+    run: (script: string, env: Record<string, string>) =>
+      start([...nodeFlags, "--import", "tsx", script], env),
     stopAll: () => Promise.all(children.map((child) => stopProcess(child))),
   };
 }
