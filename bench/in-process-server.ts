@@ -19,7 +19,15 @@ const orm = await createOrm({
   log,
 });
 const pool = createSqlPool(process.env.DATABASE_URL as string);
-const users = createUserService({ users: createUserRepository(() => orm.em.fork(), pool) });
+// Only the count is served here: the cross-service steps of deletions and role changes are not wired.
+const notWired = async () => {
+  throw new Error("not wired in the benchmark's baseline");
+};
+const users = createUserService({
+  users: createUserRepository(() => orm.em.fork(), pool),
+  projects: { fence: notWired, unfence: notWired },
+  sessions: notWired,
+});
 const app = Fastify();
 app.get("/user/learnusercount", async () => ok(await users.countVerified()));
 const address = await app.listen({ port: Number(process.env.PORT ?? 0), host: "127.0.0.1" });

@@ -1,7 +1,7 @@
 import Type from "typebox";
 import { Address, Id, Nullable } from "./common.ts";
 import { defineEvent, defineRpc } from "./message.ts";
-import { SessionState } from "./sessions.ts";
+import { SessionChange, SessionState } from "./sessions.ts";
 
 export const UserLoginRequest = Type.Object(
   {
@@ -55,6 +55,15 @@ export const AuthRpc = {
   /** Asked by the gateway when a session hash is missing from Redis: rebuilt from Postgres, then answered. */
   rebuildSession: defineRpc("auth.session.rebuild", {
     request: Type.Object({ userId: Id }),
+    response: SessionState,
+  }),
+  /**
+   * Asked by the users service before an admin's role change or an account's deletion answers: the session
+   * holds the change when this answers, so every request that starts afterwards, on any gateway, is judged
+   * by it (behaviour.md §8). Idempotent and ordered by the account version.
+   */
+  applySession: defineRpc("auth.session.apply", {
+    request: SessionChange,
     response: SessionState,
   }),
 } as const;

@@ -180,6 +180,14 @@ export const ProjectsRpc = {
     request: Type.Object({ userId: Id }),
     response: Type.Array(ProjectPermission),
   }),
+  /**
+   * Asked by the users service inside the transaction that deletes a user, before it commits: refused (409
+   * USER_OWNS_PROJECT) while the user is a project's accepted Owner; otherwise the user is fenced, so no
+   * write of the projects service adds a project, membership, invitation or rating of them any more.
+   */
+  fenceUser: defineRpc("projects.user.fence", { request: Type.Object({ userId: Id }), response: Done }),
+  /** The deletion that fenced the user did not commit: the fence goes (a user who still exists). */
+  unfenceUser: defineRpc("projects.user.unfence", { request: Type.Object({ userId: Id }), response: Done }),
 } as const;
 
 export const ProjectsEvents = {

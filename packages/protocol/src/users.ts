@@ -43,6 +43,8 @@ export const UserAccount = Type.Object({
   /** The chain's role when last seen (sign-in skips telling the users service what it already knows). */
   chainRole: Nullable(UserRole),
   isVerified: Type.Boolean(),
+  /** Raised by every role change (packages/protocol sessions.ts): a token is issued at this version. */
+  version: Type.Integer({ minimum: 0 }),
 });
 
 export const SIGN_UP_PROOFS = ["legacy", "nonce"] as const;
@@ -126,7 +128,11 @@ export const UsersEvents = {
    * it and read the account again.
    */
   accountChanged: defineEvent("users.user.account-changed", Type.Object({ userId: Id, address: Address })),
-  deleted: defineEvent("users.user.deleted", Type.Object({ userId: Id, address: Address })),
+  /** `version`: the account's last version plus one (the session's `deleted` is written at it). */
+  deleted: defineEvent(
+    "users.user.deleted",
+    Type.Object({ userId: Id, address: Address, version: Type.Optional(Type.Integer({ minimum: 1 })) }),
+  ),
   /** A user changed the e-mail: it is unverified until the link the auth service mails is followed. */
   emailChanged: defineEvent(
     "users.user.email-changed",
@@ -140,6 +146,8 @@ export const UsersEvents = {
       role: UserRole,
       previousRole: UserRole,
       changedBy: Type.String({ description: "admin user id, or 'chain'" }),
+      /** The account's version after the change (absent in events of an earlier layout). */
+      version: Type.Optional(Type.Integer({ minimum: 1 })),
     }),
   ),
 } as const;

@@ -11,6 +11,7 @@ import { SigningKey } from "./keys/signing-key.entity.ts";
 import { createTokenIssuer } from "./keys/token-issuer.ts";
 import { createMailer } from "./mail/mailer.ts";
 import { serveAuthRpc } from "./rpc/index.ts";
+import { createSessionChanges } from "./sessions/session-changes.ts";
 import { createSessionStore } from "./sessions/session-store.ts";
 import { createAccountCopy } from "./sign-in/account-copy.ts";
 import { createNonceStore } from "./sign-in/nonce-store.ts";
@@ -98,7 +99,6 @@ export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus:
       redis,
       prefix: config.redis.prefix,
       tokenTtlSeconds: config.jwt.ttlSeconds,
-      em,
       pool,
     });
     // Login and register check signed messages (legacy texts, EIP-4361, EIP-1271) and consume nonces alike.
@@ -152,14 +152,15 @@ export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus:
         limits: config.rateLimits,
       },
     });
+    const applySessionChange = createSessionChanges({ sessions, accounts });
     const subscribers = authSubscribers({
       em,
-      sessions,
+      applySessionChange,
       accounts,
       signUp,
       verificationTtlHours: config.verification.ttlHours,
     });
-    await serveAuthRpc(bus, { signIn, signUp, keys, sessions });
+    await serveAuthRpc(bus, { signIn, signUp, keys, sessions, applySessionChange });
     await subscribeAuth(bus, subscribers);
     log.info({ chainId: deployment.chainId, registry: deployment.registry }, "auth service ready");
     return { signIn, signUp, keys, subscribers, outbox, stop: close };

@@ -88,35 +88,58 @@ describe("signing keys and JWKS", () => {
   });
 });
 
-describe("session hash from users events", () => {
-  it("users.user.deleted: older tokens are revoked and the role dropped", async () => {
+describe("session hash from the users service's changes", () => {
+  it("auth.session.apply: the session holds the change when it answers, and refuses older tokens", async () => {
     const { wallet, user, token } = await signedInUser();
     const { claims } = await verifyToken(h, token);
+    const version = Number(claims.sv) + 1;
+    const state = await h.client.call(AuthRpc.applySession, {
+      userId: user.id,
+      address: wallet.address,
+      version,
+      role: "Blacklist",
+      revoke: true,
+      deleted: false,
+    });
+    expect(state).toEqual({ role: "Blacklist", version, revokedBelow: version, deleted: false });
+    // No waiting: the hash already says so, and the token (issued at the older version) is below it.
+    expect(await h.redis.hgetall(sessionKey(user.id))).toMatchObject({
+      role: "Blacklist",
+      version: String(version),
+      revokedBelow: String(version),
+    });
+    expect(Number(claims.sv)).toBeLessThan(version);
+  });
+
+  it("users.user.deleted: the session is marked deleted and the role dropped", async () => {
+    const { wallet, user } = await signedInUser();
     expect(await h.redis.hget(sessionKey(user.id), "role")).toBe("Base");
-    await h.client.publish(UsersEvents.deleted, { userId: user.id, address: wallet.address });
+    await h.client.publish(UsersEvents.deleted, { userId: user.id, address: wallet.address, version: 2 });
     await waitFor(
-      async () => (await h.redis.hexists(sessionKey(user.id), "revokedBefore")) === 1,
+      async () => (await h.redis.hget(sessionKey(user.id), "deleted")) === "1",
       10_000,
-      "revocation",
+      "deletion",
     );
     const session = await h.redis.hgetall(sessionKey(user.id));
     expect(session.role).toBeUndefined();
-    // The gateway refuses tokens with iat < revokedBefore: the token just issued is among them.
-    expect(Number(session.revokedBefore)).toBeGreaterThan(claims.iat);
     expect(await h.redis.ttl(sessionKey(user.id))).toBeGreaterThan(7200);
   });
 
   it("users.user.role-changed by the chain: the role follows, tokens stay valid", async () => {
-    const { wallet, user } = await signedInUser();
+    const { wallet, user, token } = await signedInUser();
+    const { claims } = await verifyToken(h, token);
     await h.client.publish(UsersEvents.roleChanged, {
       userId: user.id,
       address: wallet.address,
       role: "Viewer",
       previousRole: "Base",
       changedBy: "chain",
+      version: Number(claims.sv) + 1,
     });
     await waitFor(async () => (await h.redis.hget(sessionKey(user.id), "role")) === "Viewer", 10_000, "role");
-    expect(await h.redis.hexists(sessionKey(user.id), "revokedBefore")).toBe(0);
+    expect(Number(await h.redis.hget(sessionKey(user.id), "revokedBelow"))).toBeLessThanOrEqual(
+      Number(claims.sv),
+    );
   });
 
   it("users.user.role-changed by an admin: the role follows and older tokens are revoked", async () => {
@@ -128,13 +151,29 @@ describe("session hash from users events", () => {
       role: "Whitelist",
       previousRole: "Base",
       changedBy: "7",
+      version: Number(claims.sv) + 1,
     });
     await waitFor(
       async () => (await h.redis.hget(sessionKey(user.id), "role")) === "Whitelist",
       10_000,
       "role",
     );
-    expect(Number(await h.redis.hget(sessionKey(user.id), "revokedBefore"))).toBeGreaterThan(claims.iat);
+    expect(Number(await h.redis.hget(sessionKey(user.id), "revokedBelow"))).toBeGreaterThan(
+      Number(claims.sv),
+    );
+  });
+
+  it("a late event does not undo a newer change that already reached the session", async () => {
+    const { wallet, user, token } = await signedInUser();
+    const { claims } = await verifyToken(h, token);
+    const base = Number(claims.sv);
+    const change = { userId: user.id, address: wallet.address, revoke: true, deleted: false };
+    await h.client.call(AuthRpc.applySession, { ...change, version: base + 2, role: "Viewer" });
+    await h.app.subscribers.roleChanged(
+      { ...change, role: "Blacklist", previousRole: "Base", changedBy: "7", version: base + 1 },
+      testMessageContext(),
+    );
+    expect(await h.redis.hget(sessionKey(user.id), "role")).toBe("Viewer");
   });
 
   it("users.user.email-changed: the new address gets a link that verifies it", async () => {

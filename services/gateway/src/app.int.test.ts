@@ -275,14 +275,22 @@ describe("tokens and access", () => {
   });
 
   it("applies the current role and revocations kept in Redis at once", async () => {
-    const token = await h.signer.sign({ userId: 77, role: "Admin" });
+    const token = await h.signer.sign({ userId: 77, role: "Admin", sv: 4 });
+    const later = await h.signer.sign({ userId: 77, role: "Admin", sv: 5 });
     expect((await get("/user/getall", { authorization: `Bearer ${token}` })).statusCode).toBe(200);
-    await h.redis.hset(`${h.prefix}session:77`, { role: "Base" });
+    await h.redis.hset(`${h.prefix}session:77`, { role: "Base", version: "4" });
     expect((await get("/user/getall", { authorization: `Bearer ${token}` })).statusCode).toBe(403);
-    await h.redis.hset(`${h.prefix}session:77`, { revokedBefore: String(Math.floor(Date.now() / 1000) + 1) });
+    // An admin's change at version 5 refuses tokens issued at 4, not those issued at 5 (after it).
+    await h.redis.hset(`${h.prefix}session:77`, { version: "5", revokedBelow: "5" });
     const res = await get("/user/get", { authorization: `Bearer ${token}` });
     expect(res.statusCode).toBe(401);
     expect(res.headers["x-error-code"]).toBe("TOKEN_REVOKED");
+    expect((await get("/user/get", { authorization: `Bearer ${later}` })).statusCode).not.toBe(401);
+    // A deleted account refuses every token of it, whatever its version.
+    await h.redis.hset(`${h.prefix}session:77`, { deleted: "1" });
+    const gone = await get("/user/get", { authorization: `Bearer ${later}` });
+    expect(gone.statusCode).toBe(401);
+    expect(gone.json().message).toBe("This account no longer exists.");
   });
 });
 

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { type Bus, finishStream } from "@fundraise/bus";
 import { ChainRpc, StorageRpc, StorageUpload, UsersRpc } from "@fundraise/protocol";
 import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
@@ -12,6 +13,7 @@ import { Permission, Project, Rating } from "./projects/project.entity.ts";
 import type { ContentStore, UserDirectory } from "./projects/project.ports.ts";
 import { createProjectRepository, PROJECTS_SCHEMA } from "./projects/project.repository.ts";
 import { createProjectService } from "./projects/project.service.ts";
+import { createUserFenceService } from "./projects/user-fence.service.ts";
 import { serveProjectsRpc } from "./rpc/index.ts";
 import { CONSUMER, subscribeProjects } from "./subscribers/index.ts";
 
@@ -31,7 +33,9 @@ export async function startProjectsApp(deps: {
     log,
   });
   const directChain = createDirectChainRead(config.chain);
+  let sweeping: NodeJS.Timeout | undefined;
   const stopAll = async () => {
+    clearInterval(sweeping);
     directChain.close();
     await stop();
   };
@@ -65,13 +69,22 @@ export async function startProjectsApp(deps: {
       projects: repository,
       content,
       reviewQueueMax: config.reviewQueueMax,
+      reviewSharePerProposer: config.reviewSharePerProposer,
       readConcurrency: config.readConcurrency,
       hotReads: createHotReads({ version: () => repository.listVersion() }),
     });
     const memberships = createMembershipService({ projects: repository, users });
     const chain = createChainSync({ projects: repository, index, consumer: CONSUMER });
-    await serveProjectsRpc(bus, projects, memberships, chain);
-    await subscribeProjects(bus, projects, chain);
+    const fences = createUserFenceService({ projects: repository, users, graceMs: config.fence.graceMs });
+    await serveProjectsRpc(bus, projects, memberships, chain, fences);
+    await subscribeProjects(bus, fences, chain);
+    sweeping = setInterval(() => {
+      const requestId = `fence-sweep-${randomUUID()}`;
+      fences.sweep({ requestId, log: log.child({ requestId }) }).catch((err: unknown) => {
+        log.warn({ err }, "fence sweep failed; it runs again");
+      });
+    }, config.fence.sweepEveryMs);
+    sweeping.unref();
   } catch (error) {
     await stopAll();
     throw error;

@@ -10,6 +10,12 @@ export const ProjectsOwnEnv = {
     maximum: 100_000,
     description: "projects that may wait for a viewer (Pending, not viewer-accepted); Add beyond is 503",
   }),
+  REVIEW_QUEUE_PER_PROPOSER: Type.Integer({
+    default: 5,
+    minimum: 1,
+    maximum: 100_000,
+    description: "projects one proposer may have waiting for a viewer; Add beyond is 429",
+  }),
 };
 
 export const ProjectsEnv = {
@@ -32,6 +38,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     log: { level: e.LOG_LEVEL },
     health: { port: e.HEALTH_PORT, host: e.HEALTH_HOST },
     reviewQueueMax: e.REVIEW_QUEUE_MAX,
+    reviewSharePerProposer: e.REVIEW_QUEUE_PER_PROPOSER,
+    // A deletion's fence unconfirmed this long is checked against the users service (user-fence.service.ts).
+    fence: { graceMs: 120_000, sweepEveryMs: 60_000 },
     // "Sync now": the chain index first (bounded, so the direct chain read keeps time), then the chain.
     chain: {
       url: e.CHAIN_RPC_URL,

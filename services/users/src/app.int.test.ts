@@ -27,7 +27,6 @@ describe("start-up", () => {
     expect(tables.rows.map((r) => r.table_name)).toEqual([
       "mikro_orm_migrations",
       "outbox",
-      "owned_project",
       "processed_message",
       "role_change",
       "user",

@@ -1,11 +1,10 @@
 import type { Bus } from "@fundraise/bus";
-import { ChainRpc, ProjectsRpc } from "@fundraise/protocol";
+import { AuthRpc, ChainRpc, ProjectsRpc } from "@fundraise/protocol";
 import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import type { UsersConfig } from "./config.ts";
 import { migrations } from "./db/migrations/index.ts";
 import { serveUsersRpc } from "./rpc/index.ts";
 import { subscribeUsers } from "./subscribers/index.ts";
-import { OwnedProject } from "./users/owned-project.entity.ts";
 import { RoleChange } from "./users/role-change.entity.ts";
 import { User } from "./users/user.entity.ts";
 import { createUserRepository, USERS_SCHEMA } from "./users/user.repository.ts";
@@ -21,7 +20,7 @@ export async function startUsersApp(deps: {
   const { orm, outbox, pool, stop } = await openServiceDatabase({
     url: config.db.url,
     schema: USERS_SCHEMA,
-    entities: [User, RoleChange, OwnedProject],
+    entities: [User, RoleChange],
     migrations,
     bus,
     log,
@@ -37,6 +36,11 @@ export async function startUsersApp(deps: {
     const users = createUserService({
       users: createUserRepository(() => orm.em.fork(), pool),
       pendingInvitations,
+      projects: {
+        fence: async (userId, ctx) => void (await bus.call(ProjectsRpc.fenceUser, { userId }, ctx)),
+        unfence: async (userId, ctx) => void (await bus.call(ProjectsRpc.unfenceUser, { userId }, ctx)),
+      },
+      sessions: async (change, ctx) => void (await bus.call(AuthRpc.applySession, change, ctx)),
       chainRole: async (address, ctx) => (await bus.call(ChainRpc.role, { address }, ctx)).role,
     });
     await serveUsersRpc(bus, users);

@@ -2,7 +2,7 @@ import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
 import { createTestVhost, type TestVhost } from "@fundraise/bus/testing";
 import type { EventDescriptor } from "@fundraise/protocol";
 import pg from "pg";
-import { type Logger, silentLogger } from "../logger.ts";
+import { createLogger, type Logger, silentLogger } from "../logger.ts";
 import type { ServiceApp } from "../run-service.ts";
 import type { ReceivedEvent } from "./assertions.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
@@ -39,7 +39,10 @@ export async function startServiceHarness(spec: {
 }): Promise<ServiceHarness> {
   const [db, vhost] = await Promise.all([createTestDatabase(spec.label), createTestVhost(spec.label)]);
   const env = { DATABASE_URL: db.url, AMQP_URL: vhost.url, LOG_LEVEL: "silent" };
-  const busOf = (service: string) => createAmqpBus({ url: vhost.url, service, logger: silentLogger() });
+  // Silent unless TEST_LOG_LEVEL asks for the services' and buses' JSON lines (debugging a failing test).
+  const level = process.env.TEST_LOG_LEVEL;
+  const logOf = (service: string) => (level ? createLogger({ service, level }) : silentLogger());
+  const busOf = (service: string) => createAmqpBus({ url: vhost.url, service, logger: logOf(service) });
   const client = await busOf("test-client");
   const events: ReceivedEvent[] = [];
   for (const event of Object.values(spec.record)) {
@@ -52,7 +55,7 @@ export async function startServiceHarness(spec: {
   for (const service of spec.services) {
     const bus = await busOf(service.name);
     buses.push(bus);
-    apps.push(await service.start({ env, log: silentLogger(), bus }));
+    apps.push(await service.start({ env, log: logOf(service.name), bus }));
   }
   const sql = new pg.Pool({ connectionString: db.url, max: 4 });
   return {

@@ -1,16 +1,15 @@
 import { KeyObject, randomUUID, sign } from "node:crypto";
-import type { UserAccount } from "@fundraise/protocol";
+import { SESSION_VERSION_CLAIM, type UserAccount } from "@fundraise/protocol";
 import type { CryptoKey } from "jose";
 import type { Static } from "typebox";
 import { type KeyStore, SIGNING_ALGORITHM } from "./key-store.ts";
 
 export interface TokenIssuer {
-  /** A signed access token for the account, with the claims of behaviour.md §2. */
-  /** `notBefore` (epoch seconds): the token is dated no earlier, so a revocation at that second spares it. */
-  issue(
-    account: Static<typeof UserAccount>,
-    options?: { notBefore?: number },
-  ): Promise<{ token: string; issuedAt: number; expiresAt: number }>;
+  /**
+   * A signed access token for the account, with the claims of behaviour.md §2 and `sv`, the account
+   * version it was issued at (an admin's change at a later version revokes it; protocol sessions.ts).
+   */
+  issue(account: Static<typeof UserAccount>): Promise<{ token: string; issuedAt: number; expiresAt: number }>;
 }
 
 export function createTokenIssuer(deps: {
@@ -29,9 +28,9 @@ export function createTokenIssuer(deps: {
   };
 
   return {
-    async issue(account, options = {}) {
+    async issue(account) {
       const { kid, key } = await deps.keys.signingKey();
-      const issuedAt = Math.max(Math.floor(Date.now() / 1000), options.notBefore ?? 0);
+      const issuedAt = Math.floor(Date.now() / 1000);
       const expiresAt = issuedAt + deps.ttlSeconds;
       const header = { alg: SIGNING_ALGORITHM, kid, typ: "JWT" };
       const claims = {
@@ -47,6 +46,7 @@ export function createTokenIssuer(deps: {
         iat: issuedAt,
         exp: expiresAt,
         jti: randomUUID(),
+        [SESSION_VERSION_CLAIM]: account.version,
       };
       const signingInput = `${base64url(JSON.stringify(header))}.${base64url(JSON.stringify(claims))}`;
       // ES256 (RFC 7518 §3.4): the signature is r || s, 32 bytes each, not DER.

@@ -1,6 +1,7 @@
 import type { Bus } from "@fundraise/bus";
 import { AuthRpc } from "@fundraise/protocol";
 import type { KeyStore } from "../keys/key-store.ts";
+import type { ApplySessionChange } from "../sessions/session-changes.ts";
 import type { SessionStore } from "../sessions/session-store.ts";
 import type { SignInService } from "../sign-in/sign-in.service.ts";
 import type { SignUpService } from "../sign-up/sign-up.service.ts";
@@ -13,7 +14,14 @@ export async function serveAuthRpc(
     signUp,
     keys,
     sessions,
-  }: { signIn: SignInService; signUp: SignUpService; keys: KeyStore; sessions: SessionStore },
+    applySessionChange,
+  }: {
+    signIn: SignInService;
+    signUp: SignUpService;
+    keys: KeyStore;
+    sessions: SessionStore;
+    applySessionChange: ApplySessionChange;
+  },
 ): Promise<void> {
   // Same answer shape whether the address is registered or not.
   await bus.serve(AuthRpc.nonce, ({ address, origin }) => signIn.issueNonce(address, origin));
@@ -24,4 +32,6 @@ export async function serveAuthRpc(
   await bus.serve(AuthRpc.jwks, () => keys.jwks());
   // The gateway found no session hash in Redis (Redis lost it).
   await bus.serve(AuthRpc.rebuildSession, ({ userId }, ctx) => sessions.rebuild(userId, ctx));
+  // The users service, before an admin's role change or a deletion answers.
+  await bus.serve(AuthRpc.applySession, (change) => applySessionChange(change));
 }

@@ -27,9 +27,3 @@ export function defineScript(redis: Redis, lua: string): RedisScript {
   const command = commands[name] as (...args: Array<string | number>) => Promise<unknown>;
   return (keys, args) => command.call(redis, keys.length, ...keys, ...args);
 }
-
-/** A Redis key and the value it held when something was read: a write checks it still does. */
-export interface Unchanged {
-  key: string;
-  value: string;
-}

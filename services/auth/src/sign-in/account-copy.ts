@@ -2,15 +2,16 @@ import type { RequestContext } from "@fundraise/bus";
 import type { UserAccount } from "@fundraise/protocol";
 import type { Redis } from "ioredis";
 import type { Static } from "typebox";
-import { defineScript, type Unchanged } from "../sessions/redis-exec.ts";
+import { defineScript } from "../sessions/redis-exec.ts";
 
 type Account = Static<typeof UserAccount>;
 
 export interface AccountRead {
   account: Account | null;
-  /** Holds while nothing has changed the account since it was read (null: cannot tell). */
-  unchanged: Unchanged | null;
 }
+
+/** An entry of an earlier layout (no account version) is not used: the users service is asked. */
+const usable = (entry: Account) => typeof entry.version === "number";
 
 /**
  * The accounts a sign-in reads, copied from the users service (docs/decisions.md, "The account copy"):
@@ -23,8 +24,8 @@ export interface AccountRead {
 export interface AccountCopy {
   /**
    * The account with this address: the copy's, else (or when `fresh`, or with the copy off) the users
-   * service's, kept unless it changed meanwhile; with the check that it has not changed since (null
-   * when Redis could not be read).
+   * service's, kept unless it changed meanwhile. A copy may be older than the session: sign-in compares
+   * the account version with the session's and reads again with `fresh`.
    */
   byAddress(address: string, ctx: RequestContext, options?: { fresh?: boolean }): Promise<AccountRead>;
   /** Drops the address's entry; a read of the users service that began before this is not kept. */
@@ -70,24 +71,26 @@ export function createAccountCopy(deps: {
     async byAddress(address, ctx, options = {}) {
       const keep = deps.ttlSeconds > 0;
       const where = keys(address);
-      let unchanged: Unchanged | null = null;
+      let generation: string | null = null;
       try {
-        const [generation, entry] = (await lookup(where, [])) as [string, string | null];
-        unchanged = { key: where[1] as string, value: generation };
-        if (entry !== null && keep && !options.fresh)
-          return { account: JSON.parse(entry) as Account, unchanged };
+        const [seen, entry] = (await lookup(where, [])) as [string, string | null];
+        generation = seen;
+        if (entry !== null && keep && !options.fresh) {
+          const account = JSON.parse(entry) as Account;
+          if (usable(account)) return { account };
+        }
       } catch (cause) {
         // The copy is an optimisation: without Redis the users service still answers.
         ctx.log.warn({ err: cause }, "account copy unreadable; asking the users service");
       }
       const account = await deps.fetch(address, ctx);
-      if (keep && account?.isVerified && unchanged !== null) {
+      if (keep && account?.isVerified && generation !== null) {
         const entry = JSON.stringify(account);
-        await fill(where, [entry, deps.ttlSeconds, unchanged.value]).catch((cause: unknown) =>
+        await fill(where, [entry, deps.ttlSeconds, generation]).catch((cause: unknown) =>
           ctx.log.warn({ err: cause }, "account copy not written"),
         );
       }
-      return { account, unchanged };
+      return { account };
     },
 
     async invalidate(address) {

@@ -11,8 +11,7 @@ import {
 import type { Static } from "typebox";
 import type { ChainReader } from "../chain/chain.ts";
 import type { TokenIssuer } from "../keys/token-issuer.ts";
-import type { Unchanged } from "../sessions/redis-exec.ts";
-import { ACCOUNT_CHANGED, type SessionStore } from "../sessions/session-store.ts";
+import { type SessionStore, STALE } from "../sessions/session-store.ts";
 import { refusal, type VerifySignedMessage } from "../signatures/signed-message.ts";
 import type { AccountCopy } from "./account-copy.ts";
 import { requireAddress } from "./input.ts";
@@ -82,9 +81,9 @@ export function createSignInService(deps: SignInServiceDeps): SignInService {
     return current;
   }
 
-  async function storeRole(account: Account, unchanged: Unchanged | null) {
+  async function storeSession(account: Account) {
     try {
-      return await sessions.setRole(account.id, account.role, undefined, unchanged);
+      return await sessions.signIn(account);
     } catch (cause) {
       throw busy(cause);
     }
@@ -152,14 +151,15 @@ export function createSignInService(deps: SignInServiceDeps): SignInService {
         const current = await refreshRole(account, chainRole, ctx);
         if (!current) throw refuse("user removed during sign-in");
         // The gateway prefers the session's role to the claim: it must be this one before the token is
-        // out, unless the account changed since it was read (its role-changed may be in the session).
-        const revokedBefore = await storeRole(current, read.unchanged);
-        if (revokedBefore !== ACCOUNT_CHANGED) {
-          // Revocation rounds up to the next second: a token of this second must not be dated before it.
-          const { token } = await tokens.issue(current, { notBefore: revokedBefore ?? 0 });
+        // out, unless the session holds a newer account version (a change landed since the account was
+        // read, or the account is gone): the token would then speak for a past account.
+        if ((await storeSession(current)) !== STALE) {
+          // Issued at the account's version: a later admin change (a higher version) revokes it, an
+          // earlier one cannot.
+          const { token } = await tokens.issue(current);
           // A sign-in that succeeded is not a failure: it does not count against the limits.
           await attempt.refund();
-          ctx.log.info({ userId: current.id, role: current.role }, "signed in");
+          ctx.log.info({ userId: current.id, role: current.role, version: current.version }, "signed in");
           return token;
         }
         if (round === MAX_READS) throw busy(new Error("the account kept changing during sign-in"));

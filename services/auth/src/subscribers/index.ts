@@ -1,7 +1,7 @@
 import type { Bus } from "@fundraise/bus";
 import { UsersEvents } from "@fundraise/protocol";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import type { SessionStore } from "../sessions/session-store.ts";
+import type { ApplySessionChange } from "../sessions/session-changes.ts";
 import type { AccountCopy } from "../sign-in/account-copy.ts";
 import type { SignUpService } from "../sign-up/sign-up.service.ts";
 import { onAccountChanged } from "./account-changed.ts";
@@ -12,7 +12,7 @@ import { onUserRoleChanged } from "./user-role-changed.ts";
 
 export interface SubscriberDeps {
   em: () => EntityManager;
-  sessions: SessionStore;
+  applySessionChange: ApplySessionChange;
   accounts: AccountCopy;
   signUp: SignUpService;
   verificationTtlHours: number;

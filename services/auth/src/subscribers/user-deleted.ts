@@ -2,24 +2,30 @@ import type { EventHandler } from "@fundraise/bus";
 import { UsersEvents } from "@fundraise/protocol";
 import { handleOnce } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import type { SessionStore } from "../sessions/session-store.ts";
-import type { AccountCopy } from "../sign-in/account-copy.ts";
+import type { ApplySessionChange } from "../sessions/session-changes.ts";
 import { deleteVerificationsOf } from "../sign-up/verification.repository.ts";
 import { claimFor } from "./consumer.ts";
 
-/** A deleted user's tokens stop working at once (revokedBefore = now, role dropped); their links go too. */
+/**
+ * A deleted user's tokens stop working (the session is marked deleted, which the users service did before
+ * the deletion answered; this delivery repeats it harmlessly); their verification links go too.
+ */
 export const onUserDeleted =
   (deps: {
     em: () => EntityManager;
-    sessions: SessionStore;
-    accounts: AccountCopy;
+    applySessionChange: ApplySessionChange;
   }): EventHandler<typeof UsersEvents.deleted> =>
   async (payload, ctx) => {
-    // The copy goes before the session changes: a sign-in that sees the change sees no old account.
-    await deps.accounts.invalidate(payload.address);
+    await deps.applySessionChange({
+      userId: payload.userId,
+      address: payload.address,
+      version: payload.version ?? 1,
+      role: null,
+      revoke: true,
+      deleted: true,
+    });
     await handleOnce(deps.em(), claimFor(UsersEvents.deleted), ctx, async (em) => {
       await deleteVerificationsOf(em, payload.userId);
-      await deps.sessions.revoke(payload.userId, null, em);
-      ctx.log.info({ userId: payload.userId }, "tokens of a deleted user revoked");
     });
+    ctx.log.info({ userId: payload.userId }, "tokens of a deleted user refused; links removed");
   };

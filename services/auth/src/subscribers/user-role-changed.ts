@@ -1,33 +1,35 @@
 import type { EventHandler } from "@fundraise/bus";
-import { UsersEvents } from "@fundraise/protocol";
-import { handleOnce } from "@fundraise/service-kit";
-import type { EntityManager } from "@mikro-orm/postgresql";
-import type { SessionStore } from "../sessions/session-store.ts";
+import type { UsersEvents } from "@fundraise/protocol";
+import type { ApplySessionChange } from "../sessions/session-changes.ts";
 import type { AccountCopy } from "../sign-in/account-copy.ts";
-import { claimFor } from "./consumer.ts";
 
 /**
- * The session role follows the user's role at once. An admin's change also invalidates older tokens
- * (behaviour.md §2); a change that came from the chain only updates the role.
+ * The session role follows the user's role. An admin's change also invalidates older tokens (behaviour.md
+ * §2); a change that came from the chain only updates the role. An admin's change reached the session
+ * before it answered (`auth.session.apply`): this delivery then changes nothing.
  */
 export const onUserRoleChanged =
   (deps: {
-    em: () => EntityManager;
-    sessions: SessionStore;
+    applySessionChange: ApplySessionChange;
     accounts: AccountCopy;
   }): EventHandler<typeof UsersEvents.roleChanged> =>
   async (payload, ctx) => {
-    // The copy goes before the session changes: a sign-in that sees the change sees no old account.
-    await deps.accounts.invalidate(payload.address);
-    await handleOnce(deps.em(), claimFor(UsersEvents.roleChanged), ctx, async (em) => {
-      if (payload.changedBy === "chain") {
-        await deps.sessions.setRole(payload.userId, payload.role, em);
-      } else {
-        await deps.sessions.revoke(payload.userId, payload.role, em);
-      }
-      ctx.log.info(
-        { userId: payload.userId, role: payload.role, changedBy: payload.changedBy },
-        "session role updated",
-      );
+    if (payload.version === undefined) {
+      // An event of the layout before account versions: the next sign-in writes the role.
+      await deps.accounts.invalidate(payload.address);
+      ctx.log.info({ userId: payload.userId }, "role change without an account version: copy dropped only");
+      return;
+    }
+    await deps.applySessionChange({
+      userId: payload.userId,
+      address: payload.address,
+      version: payload.version,
+      role: payload.role,
+      revoke: payload.changedBy !== "chain",
+      deleted: false,
     });
+    ctx.log.info(
+      { userId: payload.userId, role: payload.role, changedBy: payload.changedBy, version: payload.version },
+      "session role updated",
+    );
   };

@@ -280,6 +280,8 @@ export interface TokenClaims {
   iat: number;
   exp: number;
   jti: string;
+  /** The account version the token was issued at. */
+  sv: number;
 }
 
 /** Verifies a token as the gateway does: jose against the JWKS from AuthRpc.jwks, iss and aud checked. */

@@ -3,7 +3,9 @@ import {
   Caller as CallerSchema,
   ErrorCode,
   errors,
+  SESSION_VERSION_CLAIM,
   type SessionState,
+  sessionRefusal,
   USER_ROLES,
   type UserRole,
   validatorOf,
@@ -99,8 +101,15 @@ export function createTokenVerifier(deps: {
       if (!validatorOf(CallerSchema).check(caller)) {
         throw errors.unauthenticated(ErrorCode.TOKEN_INVALID, "The token's claims are incomplete.");
       }
+      // The account's state now, not the token's: a deletion or an admin's change made after the token
+      // was issued (at a higher account version) refuses it.
       const session = await deps.sessions.get(caller.userId);
-      if (session.revokedBefore !== null && (payload.iat ?? 0) < session.revokedBefore) {
+      const sv = payload[SESSION_VERSION_CLAIM];
+      const refusal = sessionRefusal(session, typeof sv === "number" ? sv : 0);
+      if (refusal === "deleted") {
+        throw errors.unauthenticated(ErrorCode.TOKEN_REVOKED, "This account no longer exists.");
+      }
+      if (refusal === "revoked") {
         throw errors.unauthenticated(
           ErrorCode.TOKEN_REVOKED,
           "This token is no longer valid; sign in again.",

@@ -19,9 +19,9 @@ describe("a session hash missing from Redis", () => {
     const asked: number[] = [];
     await h.bus.serve(AuthRpc.rebuildSession, async ({ userId }) => {
       asked.push(userId);
-      return { role: "Blacklist" as const, revokedBefore: Math.floor(Date.now() / 1000) + 1 };
+      return { role: "Blacklist" as const, version: 3, revokedBelow: 3, deleted: false };
     });
-    const res = await getUser(await h.signer.sign({ userId: 41, role: "Admin" }));
+    const res = await getUser(await h.signer.sign({ userId: 41, role: "Admin", sv: 2 }));
     expect(res.statusCode).toBe(401);
     expect(res.json()).toEqual({
       data: null,
@@ -32,7 +32,12 @@ describe("a session hash missing from Redis", () => {
   });
 
   it("applies the rebuilt role over the token's claim", async () => {
-    await h.bus.serve(AuthRpc.rebuildSession, async () => ({ role: "Base" as const, revokedBefore: null }));
+    await h.bus.serve(AuthRpc.rebuildSession, async () => ({
+      role: "Base" as const,
+      version: 1,
+      revokedBelow: 0,
+      deleted: false,
+    }));
     const res = await h.app.inject({
       method: "GET",
       url: "/user/getall",
@@ -54,9 +59,9 @@ describe("a session hash missing from Redis", () => {
     let asked = 0;
     await h.bus.serve(AuthRpc.rebuildSession, async () => {
       asked += 1;
-      return { role: null, revokedBefore: null };
+      return { role: null, version: 0, revokedBelow: 0, deleted: false };
     });
-    await h.redis.hset(sessionKey(h.prefix, 44), { role: "Viewer" });
+    await h.redis.hset(sessionKey(h.prefix, 44), { role: "Viewer", version: "1" });
     const res = await h.app.inject({
       method: "GET",
       url: "/user/getall",

@@ -21,7 +21,7 @@ export async function createTestSigner() {
   return {
     jwks: { keys: [jwk as Record<string, unknown>] },
     async sign(
-      claims: { userId: number; role: UserRole; username?: string; address?: string },
+      claims: { userId: number; role: UserRole; username?: string; address?: string; sv?: number },
       options: { expiresIn?: string | number; issuedAt?: number; issuer?: string; audience?: string } = {},
     ) {
       const jwt = new SignJWT({
@@ -30,6 +30,7 @@ export async function createTestSigner() {
         role: claims.role,
         family_name: "Tester",
         address: claims.address ?? "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
+        ...(claims.sv === undefined ? {} : { sv: claims.sv }),
       })
         .setProtectedHeader({ alg: "ES256", kid })
         .setSubject(String(claims.userId))
@@ -64,7 +65,12 @@ export async function createHarness(env: Record<string, string> = {}, bus?: Bus)
   const signer = await createTestSigner();
   await memoryBus.serve(AuthRpc.jwks, async () => signer.jwks);
   // The auth service's answer for a user who has no stored session state; tests serve their own to differ.
-  await memoryBus.serve(AuthRpc.rebuildSession, async () => ({ role: null, revokedBefore: null }));
+  await memoryBus.serve(AuthRpc.rebuildSession, async () => ({
+    role: null,
+    version: 0,
+    revokedBelow: 0,
+    deleted: false,
+  }));
   const uploads = await recordUploads(memoryBus);
   const app = await buildGateway({ config, bus: bus ?? memoryBus, redis, log: silentLogger() });
   await app.ready();

@@ -11,7 +11,7 @@ import {
   type ResponseOf,
 } from "@fundraise/protocol";
 import { auctionFieldsOf, evaluationFieldsOf, type FactKind, factKindOf } from "./chain-facts.ts";
-import { findVisible, isAccepted } from "./project.access.ts";
+import { findVisible, isAccepted, requireLive, requireWriter } from "./project.access.ts";
 import type { Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
@@ -82,10 +82,15 @@ export function createChainSync(deps: {
     }
   }
 
-  async function update(id: number, change: (project: Project) => void): Promise<ProjectDtoOut> {
+  async function update(
+    caller: Caller,
+    id: number,
+    change: (project: Project) => void,
+  ): Promise<ProjectDtoOut> {
     return projects.transaction(async (t) => {
       const project = await t.lockById(id);
       if (!project) throw ProjectErrors.notFound();
+      await requireLive(t, caller);
       change(project);
       await t.save();
       return toProjectDto(project);
@@ -107,6 +112,8 @@ export function createChainSync(deps: {
     const key = factKeyOf(fact.origin);
     await projects.once(consumer, claimOf(key), ctx, async (t) => {
       const fileHash = fileHashOfChain(fact.projectHash);
+      // An Update taking this hash reads the facts recorded before it, or commits before this finds it.
+      await t.lockHash(fileHash);
       const { retracted } = await t.recordFact(key, {
         kind,
         projectHash: fileHash,
@@ -130,22 +137,24 @@ export function createChainSync(deps: {
   return {
     async syncStatus(caller, id, ctx) {
       const { project, permission } = await findVisible(projects, caller, id);
+      requireWriter(caller);
       const byRole = caller.role === "Admin" || caller.role === "Whitelist" || caller.role === "Viewer";
       if (!byRole && !isAccepted(permission)) {
         throw ProjectErrors.notMember("Only an Admin, Whitelist, Viewer or a member may sync the status.");
       }
       const { isApproved } = await ask(() => index.evaluation(chainHashOf(project.fileHash), ctx));
       const status = isApproved === null ? "Pending" : isApproved ? "Approved" : "Rejected";
-      return update(id, (p) => {
+      return update(caller, id, (p) => {
         p.status = status;
       });
     },
 
     async syncAuction(caller, id, ctx) {
       const { project, permission } = await findVisible(projects, caller, id);
+      requireWriter(caller);
       if (!isAccepted(permission)) throw ProjectErrors.notMember();
       const state = await ask(() => index.auction(chainHashOf(project.fileHash), ctx));
-      return update(id, (p) => {
+      return update(caller, id, (p) => {
         p.isAuctionCreated = p.isAuctionCreated || state.isAuctionCreated;
         p.isAuctionStarted = p.isAuctionStarted || state.isAuctionStarted;
         if (state.auctionStatus !== null) p.auctionStatus = state.auctionStatus;
@@ -196,6 +205,7 @@ export function createChainSync(deps: {
       await projects.once(consumer, `retracted:${claimOf(key)}`, ctx, async (t) => {
         const { projectHash } = await t.retractFact(key, kind, fact.origin.blockNumber);
         if (projectHash === null) return; // not applied here (yet): the tombstone stops it
+        await t.lockHash(projectHash);
         const project = await t.lockByFileHash(projectHash);
         if (!project) return;
         const standing = await t.standingFacts(projectHash);

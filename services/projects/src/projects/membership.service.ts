@@ -1,5 +1,5 @@
 import type { AppError, Caller, ProjectsRpc, RequestOf } from "@fundraise/protocol";
-import { findVisible, isAccepted, isManager } from "./project.access.ts";
+import { findVisible, isAccepted, isManager, requireLive, requireWriter } from "./project.access.ts";
 import type { Permission } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type PermissionOut, toPermission } from "./project.mapper.ts";
@@ -14,7 +14,10 @@ export interface MembershipService {
   invite(caller: Caller, request: PermissionRequest, ctx: OpContext): Promise<string>;
   /** The invitee accepts (membership) or declines (the invitation goes). */
   reply(caller: Caller, request: PermissionRequest): Promise<void>;
-  /** The accepted Owner and Co-Owners as UserDTOs (members and Admin). */
+  /**
+   * The accepted Owner and Co-Owners as UserDTOs (members and Admin); `mailAddress` only to an Admin and
+   * on the caller's own row (behaviour.md §8).
+   */
   coOwners(caller: Caller, projectId: number, ctx: OpContext): Promise<UserDtoOut[]>;
   removeCollaborator(caller: Caller, request: PermissionRequest, ctx: OpContext): Promise<void>;
   pendingInvitations(userId: number): Promise<PermissionOut[]>;
@@ -63,6 +66,7 @@ export function createMembershipService(deps: {
     async invite(caller, request, ctx) {
       const role = parseInvitedRole(request.role);
       const { permission } = await findVisible(projects, caller, request.projectID);
+      requireWriter(caller);
       if (!isManager(permission))
         throw ProjectErrors.notMember("Only the project's Owner or a Co-Owner may invite.");
       const username = request.username?.trim();
@@ -73,6 +77,11 @@ export function createMembershipService(deps: {
       if (invitee.id === caller.userId) throw ProjectErrors.selfInvite();
       return projects.transaction(async (t) => {
         if (!(await t.lockById(request.projectID))) throw ProjectErrors.notFound();
+        // Neither the inviter nor the invitee may be a user whose deletion fenced them.
+        await requireLive(t, caller, [invitee.id]);
+        // The inviter's right, read again under the project's lock: they may have left or been removed.
+        if (!isManager(await t.lockPermission(request.projectID, caller.userId)))
+          throw ProjectErrors.notMember("Only the project's Owner or a Co-Owner may invite.");
         if (await t.lockPermission(request.projectID, invitee.id)) throw ProjectErrors.invitationExists();
         const row = t.createPermission({
           projectId: request.projectID,
@@ -91,6 +100,9 @@ export function createMembershipService(deps: {
       await projects.transaction(async (t) => {
         const invitation = await t.lockPermission(request.projectID, caller.userId);
         if (!invitation || invitation.isAccepted) throw ProjectErrors.invitationNotFound();
+        // Blacklist may decline, not join (behaviour.md §8); a fenced user does neither.
+        if (accept) requireWriter(caller);
+        await requireLive(t, caller);
         if (accept) invitation.isAccepted = true;
         else t.remove(invitation);
         await t.save();
@@ -102,15 +114,17 @@ export function createMembershipService(deps: {
       if (caller.role !== "Admin" && !isAccepted(permission)) throw ProjectErrors.notMember();
       const rows = await projects.membersWithRole(projectId, ["Owner", "Co-Owner"]);
       if (rows.length === 0) return [];
-      const byId = new Map(
-        (
-          await users.byIds(
-            rows.map((r) => r.userId),
-            ctx,
-          )
-        ).map((u) => [u.id, u]),
+      const found = await users.byIds(
+        rows.map((r) => r.userId),
+        ctx,
       );
-      return rows.flatMap((r) => byId.get(r.userId) ?? []);
+      const byId = new Map(found.map((u) => [u.id, u]));
+      const mailVisible = (u: UserDtoOut) => caller.role === "Admin" || u.id === caller.userId;
+      return rows.flatMap((r) => {
+        const user = byId.get(r.userId);
+        if (!user) return [];
+        return mailVisible(user) ? [user] : [{ ...user, mailAddress: null }];
+      });
     },
 
     async removeCollaborator(caller, request, ctx) {
@@ -123,15 +137,20 @@ export function createMembershipService(deps: {
         targetId = user.id;
       }
       const self = targetId === caller.userId;
+      // Blacklist may leave, not remove others (behaviour.md §8).
+      if (!self) requireWriter(caller);
       await projects.transaction(async (t) => {
         const locked = await t.lockById(project.id);
         if (!locked) throw ProjectErrors.notFound();
+        await requireLive(t, caller);
         const actor = await t.lockPermission(project.id, caller.userId);
         if (!self && !isManager(actor)) {
           throw ProjectErrors.notMember("Only the project's Owner or a Co-Owner may remove others.");
         }
         const target = self ? actor : await t.lockPermission(project.id, targetId);
         if (!target) throw ProjectErrors.membershipNotFound();
+        // Leaving is what Blacklist may do, not as the Owner: its Owner's leave is a write like any other.
+        if (self && target.role === "Owner") requireWriter(caller);
         const refusal = removalRefusal(actor, target, self, locked.isAuctionCreated);
         if (refusal) throw refusal;
         t.remove(target);

@@ -1,7 +1,7 @@
 import type { Caller } from "@fundraise/protocol";
 import type { Permission, Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
-import type { ProjectRepository } from "./project.repository.ts";
+import type { ProjectRepository, ProjectTx } from "./project.repository.ts";
 import { scopeOf, sees } from "./project.validation.ts";
 
 export interface Seen {
@@ -10,16 +10,21 @@ export interface Seen {
   permission: Permission | null;
 }
 
-/** A project the caller may see, with the caller's permission: missing or hidden are both 404. */
+/**
+ * A project the caller may see, with the caller's permission: missing or hidden are both 404. A caller
+ * whose deletion fenced them is 401 first (their rows may already be gone: the answer does not depend on it).
+ */
 export async function findVisible(
   projects: ProjectRepository,
   caller: Caller | null,
   id: number,
 ): Promise<Seen> {
-  const [project, permission] = await Promise.all([
+  const [project, permission, fenced] = await Promise.all([
     projects.findById(id),
     caller ? projects.permissionOf(id, caller.userId) : Promise.resolve(null),
+    caller ? projects.isFenced(caller.userId) : Promise.resolve(false),
   ]);
+  if (fenced) throw ProjectErrors.accountGone();
   if (!project || !sees(scopeOf(caller), project, permission !== null)) throw ProjectErrors.notFound();
   return { project, permission };
 }
@@ -30,3 +35,22 @@ export const isAccepted = (permission: Permission | null): permission is Permiss
 /** An accepted Owner or Co-Owner: may invite, and remove Editors and invitations. */
 export const isManager = (permission: Permission | null): boolean =>
   isAccepted(permission) && (permission.role === "Owner" || permission.role === "Co-Owner");
+
+/**
+ * Blacklist is read-only (behaviour.md §8): a write it is not allowed is 403, whatever its membership. Asked
+ * after the project is known to be visible to the caller (404 before 403).
+ */
+export function requireWriter(caller: Caller): void {
+  if (caller.role === "Blacklist") throw ProjectErrors.blacklisted();
+}
+
+/**
+ * The users a write is made for still exist: none is fenced by a deletion (read in the write's own
+ * transaction, under their shared locks, so a deletion fencing them waits for it, and sees what it wrote).
+ * The caller fenced: 401 (the account is gone); another user (an invitee): 404, as a user that does not exist.
+ */
+export async function requireLive(t: ProjectTx, caller: Caller, others: number[] = []): Promise<void> {
+  const fenced = await t.fencedAmong([caller.userId, ...others]);
+  if (fenced.includes(caller.userId)) throw ProjectErrors.accountGone();
+  if (fenced.length > 0) throw ProjectErrors.userNotFound();
+}

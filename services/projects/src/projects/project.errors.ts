@@ -22,6 +22,22 @@ export const ProjectErrors = {
       ErrorCode.PROJECT_REVIEW_QUEUE_FULL,
       `The reviewers are busy: ${max} projects are waiting for a viewer. Try again later.`,
     ),
+  reviewShareFull: (share: number) =>
+    errors.rateLimited(
+      ErrorCode.PROJECT_REVIEW_SHARE_FULL,
+      `You already have ${share} projects waiting for a viewer; propose more once one is reviewed.`,
+    ),
+  blacklisted: () =>
+    errors.forbidden(
+      ErrorCode.ROLE_FORBIDDEN,
+      "Blacklisted users have read-only access: they may decline invitations and leave projects only.",
+    ),
+  accountGone: () => errors.unauthenticated(ErrorCode.TOKEN_REVOKED, "This account no longer exists."),
+  selfReview: () =>
+    errors.forbidden(
+      ErrorCode.PROJECT_SELF_REVIEW,
+      "Reviewers cannot review a project they are a member of.",
+    ),
   alreadyReviewed: () =>
     errors.conflict(ErrorCode.PROJECT_ALREADY_REVIEWED, "A viewer already accepted this project."),
   roleForbidden: (message: string) => errors.forbidden(ErrorCode.ROLE_FORBIDDEN, message),
@@ -47,6 +63,12 @@ export const ProjectErrors = {
   userNotFound: () => errors.notFound(ErrorCode.USER_NOT_FOUND, "No user has this username."),
   selfInvite: () => errors.validation(ErrorCode.USER_SELF_ACTION, "You cannot invite yourself."),
   ownerStays: (message: string) => errors.conflict(ErrorCode.MEMBERSHIP_OWNER, message),
+  // Users
+  ownerCannotGo: () =>
+    errors.conflict(
+      ErrorCode.USER_OWNS_PROJECT,
+      "The user owns a project; delete the project or hand it over first.",
+    ),
 } as const;
 
 /** Which unique index a violation hit → the conflict the client sees (for translateDbError). */

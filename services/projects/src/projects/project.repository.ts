@@ -46,6 +46,8 @@ export interface ProjectRepository {
   findByFileHash(fileHash: string): Promise<Project | null>;
   nameTaken(name: string, exceptId?: number): Promise<boolean>;
   countAwaitingReview(): Promise<number>;
+  /** Projects of this proposer waiting for a viewer. */
+  countAwaitingReviewBy(proposerAddress: string): Promise<number>;
   /** Projects in `scope`, filtered and ordered as asked. */
   list(scope: Scope, options: ListOptions): Promise<Project[]>;
   /** Projects on which `userId` has a permission, accepted or pending, in permission order. */
@@ -60,6 +62,10 @@ export interface ProjectRepository {
   membersWithRole(projectId: number, roles: PermissionRole[]): Promise<Permission[]>;
   /** A user's pending invitations, oldest first. */
   pendingOfUser(userId: number): Promise<Permission[]>;
+  /** Whether a deletion fenced the user (no lock: the writes check again in their transaction). */
+  isFenced(userId: number): Promise<boolean>;
+  /** Users fenced before `cutoff` whose deletion was not confirmed (its event), oldest first. */
+  pendingFences(cutoff: Date, limit: number): Promise<number[]>;
 }
 
 /** One log in one block: a chain fact's identity in the ledger. */
@@ -75,6 +81,26 @@ export interface ProjectTx {
   /** Serializes every change to the review queue (Add) for the rest of the transaction. */
   lockReviewQueue(): Promise<void>;
   countAwaitingReview(): Promise<number>;
+  /** Projects of this proposer waiting for a viewer. */
+  countAwaitingReviewBy(proposerAddress: string): Promise<number>;
+  /**
+   * Serializes what concerns one content hash (a project taking it, a chain fact about it) for the rest of
+   * the transaction: a fact recorded before a project takes the hash is seen by it, or finds the project.
+   */
+  lockHash(fileHash: string): Promise<void>;
+  /**
+   * Which of these users a deletion fenced, read under a shared lock per user (in id order) held to the
+   * end of the transaction: a fence placed afterwards waits for this transaction and sees what it wrote.
+   */
+  fencedAmong(userIds: number[]): Promise<number[]>;
+  /** Takes the user's lock exclusively: every write for the user that began has committed or rolled back. */
+  lockUser(userId: number): Promise<void>;
+  /** Whether the user is an accepted Owner of a project. */
+  ownsProject(userId: number): Promise<boolean>;
+  /** Fences the user (idempotent); with `deleted`, records that the deletion is confirmed. */
+  fence(userId: number, deleted: boolean): Promise<void>;
+  /** Lifts the fence of a deletion that did not happen (a confirmed one stays); true when one was lifted. */
+  unfence(userId: number): Promise<boolean>;
   lockById(id: number): Promise<Project | null>;
   lockByFileHash(fileHash: string): Promise<Project | null>;
   nameTaken(name: string, exceptId?: number): Promise<boolean>;
@@ -113,6 +139,8 @@ export interface ProjectTx {
 }
 
 const sameName = (name: string) => ({ [sql.lower("name")]: name.toLowerCase() });
+/** The first key of the per-user advisory locks (the two-key form: a space of its own). */
+const USER_LOCK = "hashtext('projects:user')";
 const TOP_ORDER = { rating: "desc", createdAt: "desc", id: "desc" } as const;
 
 export function createProjectRepository(em: () => EntityManager): ProjectRepository {
@@ -121,6 +149,49 @@ export function createProjectRepository(em: () => EntityManager): ProjectReposit
       await executor.query("select pg_advisory_xact_lock(hashtext('projects:review-queue'))");
     },
     countAwaitingReview: () => t.count(Project, { status: "Pending", viewerAccepted: false }),
+    countAwaitingReviewBy: (proposerAddress) =>
+      t.count(Project, { status: "Pending", viewerAccepted: false, proposerAddress }),
+    async lockHash(fileHash) {
+      await executor.query("select pg_advisory_xact_lock(hashtext('projects:hash:' || $1))", [fileHash]);
+    },
+    async fencedAmong(userIds) {
+      const ids = [...new Set(userIds)].sort((a, b) => a - b);
+      for (const id of ids) {
+        await executor.query(`select pg_advisory_xact_lock_shared(${USER_LOCK}, $1)`, [id]);
+      }
+      if (ids.length === 0) return [];
+      const { rows } = await executor.query(
+        `select user_id from ${PROJECTS_SCHEMA}.user_fence where user_id in (${ids.map((_, i) => `$${i + 1}`)})`,
+        ids,
+      );
+      return rows.map((r) => Number(r.user_id));
+    },
+    async lockUser(userId) {
+      await executor.query(`select pg_advisory_xact_lock(${USER_LOCK}, $1)`, [userId]);
+    },
+    async ownsProject(userId) {
+      const { rows } = await executor.query(
+        `select 1 from ${PROJECTS_SCHEMA}.permission
+         where user_id = $1 and role = 'Owner' and is_accepted limit 1`,
+        [userId],
+      );
+      return rows.length > 0;
+    },
+    async fence(userId, deleted) {
+      await executor.query(
+        `insert into ${PROJECTS_SCHEMA}.user_fence as f (user_id, deleted_at)
+         values ($1, case when $2 then now() end)
+         on conflict (user_id) do update set deleted_at = coalesce(f.deleted_at, excluded.deleted_at)`,
+        [userId, deleted],
+      );
+    },
+    async unfence(userId) {
+      const { rows } = await executor.query(
+        `delete from ${PROJECTS_SCHEMA}.user_fence where user_id = $1 and deleted_at is null returning user_id`,
+        [userId],
+      );
+      return rows.length > 0;
+    },
     lockById: (id) => t.findOne(Project, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE }),
     lockByFileHash: (fileHash) => t.findOne(Project, { fileHash }, { lockMode: LockMode.PESSIMISTIC_WRITE }),
     nameTaken: async (name, exceptId) =>
@@ -251,6 +322,8 @@ export function createProjectRepository(em: () => EntityManager): ProjectReposit
     nameTaken: async (name, exceptId) =>
       (await em().count(Project, { ...sameName(name), ...(exceptId ? { id: { $ne: exceptId } } : {}) })) > 0,
     countAwaitingReview: () => em().count(Project, { status: "Pending", viewerAccepted: false }),
+    countAwaitingReviewBy: (proposerAddress) =>
+      em().count(Project, { status: "Pending", viewerAccepted: false, proposerAddress }),
     list,
     async projectsOfUser(userId, accepted) {
       const e = em();
@@ -289,5 +362,20 @@ export function createProjectRepository(em: () => EntityManager): ProjectReposit
     },
     pendingOfUser: (userId) =>
       em().find(Permission, { userId, isAccepted: false }, { orderBy: { id: "asc" } }),
+    async isFenced(userId) {
+      const { rows } = await executorOf(em()).query(
+        `select 1 from ${PROJECTS_SCHEMA}.user_fence where user_id = $1`,
+        [userId],
+      );
+      return rows.length > 0;
+    },
+    async pendingFences(cutoff, limit) {
+      const { rows } = await executorOf(em()).query(
+        `select user_id from ${PROJECTS_SCHEMA}.user_fence
+         where deleted_at is null and fenced_at < $1 order by fenced_at limit $2`,
+        [cutoff, limit],
+      );
+      return rows.map((r) => Number(r.user_id));
+    },
   };
 }

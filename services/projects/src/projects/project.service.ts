@@ -6,8 +6,9 @@ import {
   type ProjectsRpc,
   type RequestOf,
 } from "@fundraise/protocol";
+import { evaluationFieldsOf } from "./chain-facts.ts";
 import type { HotReads } from "./hot-reads.ts";
-import { findVisible, isAccepted } from "./project.access.ts";
+import { findVisible, isAccepted, requireLive, requireWriter } from "./project.access.ts";
 import type { Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
@@ -22,6 +23,8 @@ export interface ProjectServiceDeps {
   content: ContentStore;
   /** Projects that may wait for a viewer at once (behaviour.md §4: 100). */
   reviewQueueMax: number;
+  /** Projects one proposer may have waiting for a viewer at once (behaviour.md §8: 5). */
+  reviewSharePerProposer: number;
   /** withHex: files read from the storage service at once. */
   readConcurrency: number;
   /** The hot lists, answered from memory while the project table is unchanged. */
@@ -46,8 +49,6 @@ export interface ProjectService {
   updateMarkdown(caller: Caller, id: number, markdown: string): Promise<ProjectDtoOut>;
   listPermissioned(caller: Caller, withHex: boolean, ctx: OpContext): Promise<ProjectDtoOut[]>;
   listInvited(caller: Caller): Promise<ProjectDtoOut[]>;
-  /** A user was deleted: their permissions and ratings go, and the ratings they leave are recomputed. */
-  removeUser(userId: number, ctx: OpContext): Promise<void>;
 }
 
 const isReviewer = (caller: Caller) => caller.role === "Viewer" || caller.role === "Admin";
@@ -62,7 +63,21 @@ const isReviewer = (caller: Caller) => caller.role === "Viewer" || caller.role =
  * the storage service's reconciliation, never a project without its content.
  */
 export function createProjectService(deps: ProjectServiceDeps): ProjectService {
-  const { projects, content, reviewQueueMax, hotReads } = deps;
+  const { projects, content, reviewQueueMax, reviewSharePerProposer, hotReads } = deps;
+
+  /**
+   * A project joins the review queue (an Add, or a new file): refused when the queue is full (503) or the
+   * proposer already has their share of it waiting (429). Under the queue's lock inside a transaction;
+   * without one (`t` = the repository), the cheap check before an upload.
+   */
+  async function requireQueueRoom(
+    t: Pick<ProjectTx, "countAwaitingReview" | "countAwaitingReviewBy">,
+    proposerAddress: string,
+  ): Promise<void> {
+    if ((await t.countAwaitingReview()) >= reviewQueueMax) throw ProjectErrors.reviewersBusy(reviewQueueMax);
+    if ((await t.countAwaitingReviewBy(proposerAddress)) >= reviewSharePerProposer)
+      throw ProjectErrors.reviewShareFull(reviewSharePerProposer);
+  }
 
   /** Removes content no project holds; never throws (the caller's answer does not depend on it). */
   async function discard(fileHash: string, reason: string, ctx: OpContext): Promise<void> {
@@ -111,8 +126,10 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
     return out;
   }
 
+  /** A write by an accepted member: 404 when the caller cannot see the project, then 403 (Blacklist, not a member). */
   async function requireMember(caller: Caller, id: number) {
     const seen = await findVisible(projects, caller, id);
+    requireWriter(caller);
     if (!isAccepted(seen.permission)) throw ProjectErrors.notMember();
     return seen;
   }
@@ -129,21 +146,20 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
     },
 
     async add(caller, write, ctx) {
-      if (caller.role === "Blacklist")
-        throw ProjectErrors.roleForbidden("Blacklisted users cannot propose projects.");
+      requireWriter(caller);
       const name = parseName(write.projectName);
       const markdown = parseMarkdown(write.markDown ?? "");
       if (!write.content?.file) throw ProjectErrors.invalid("/fileHex", "is required");
       // Cheap refusals before the upload; the transaction checks again under the queue's lock.
       if (await projects.nameTaken(name)) throw ProjectErrors.nameTaken();
-      if ((await projects.countAwaitingReview()) >= reviewQueueMax)
-        throw ProjectErrors.reviewersBusy(reviewQueueMax);
+      await requireQueueRoom(projects, caller.address);
       const uploaded = await content.store(write.content, "project:add", ctx);
       try {
         return await projects.transaction(async (t) => {
           await t.lockReviewQueue();
-          if ((await t.countAwaitingReview()) >= reviewQueueMax)
-            throw ProjectErrors.reviewersBusy(reviewQueueMax);
+          // The proposer becomes the Owner: not once a deletion fenced them.
+          await requireLive(t, caller);
+          await requireQueueRoom(t, caller.address);
           if (await t.nameTaken(name)) throw ProjectErrors.nameTaken();
           if (await t.fileHashTaken(uploaded.fileHash)) throw ProjectErrors.fileTaken();
           const project = t.createProject({
@@ -191,8 +207,11 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       const uploaded = write.content ? await content.store(write.content, `project:${id}:update`, ctx) : null;
       try {
         const { dto, replaced } = await projects.transaction(async (t) => {
+          // A new file joins the review queue: counted under its lock, taken before the project's as Add does.
+          if (uploaded) await t.lockReviewQueue();
           const locked = await t.lockById(id);
           if (!locked) throw ProjectErrors.notFound();
+          await requireLive(t, caller);
           if (await t.nameTaken(name, id)) throw ProjectErrors.nameTaken();
           locked.name = name;
           if (write.projectDescription !== null) locked.description = write.projectDescription;
@@ -201,10 +220,18 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
           if (uploaded && uploaded.fileHash !== locked.fileHash) {
             if (locked.isAuctionCreated) throw ProjectErrors.auctionExists("its file can no longer change");
             if (await t.fileHashTaken(uploaded.fileHash, id)) throw ProjectErrors.fileTaken();
+            const waiting = locked.status === "Pending" && !locked.viewerAccepted;
+            if (!waiting) await requireQueueRoom(t, locked.proposerAddress);
             replaced = locked.fileHash;
+            await t.lockHash(uploaded.fileHash);
             locked.fileHash = uploaded.fileHash;
             locked.cid = uploaded.cid;
             locked.imagePath = uploaded.imagePath;
+            // A new file is a new proposal (behaviour.md §8): the chain's evaluation of this hash, if any,
+            // and a viewer's review of it again.
+            Object.assign(locked, evaluationFieldsOf(await t.standingFacts(uploaded.fileHash)));
+            locked.viewerAccepted = false;
+            locked.viewerAcceptedAddress = null;
           }
           await t.save();
           return { dto: toProjectDto(locked), replaced };
@@ -219,6 +246,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
 
     async delete(caller, id, ctx) {
       const { permission } = await findVisible(projects, caller, id);
+      requireWriter(caller);
       const owner = isAccepted(permission) && permission.role === "Owner";
       if (caller.role !== "Admin" && !owner) {
         throw ProjectErrors.notMember("Only an Admin or the project's Owner may delete it.");
@@ -226,6 +254,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       const fileHash = await projects.transaction(async (t) => {
         const project = await t.lockById(id);
         if (!project) throw ProjectErrors.notFound();
+        await requireLive(t, caller);
         if (project.isAuctionCreated)
           throw ProjectErrors.auctionExists("the project can no longer be deleted");
         return removeProject(t, project, ctx);
@@ -235,14 +264,15 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
 
     async rate(caller, id, rating) {
       const value = parseRating(rating);
-      if (caller.role === "Blacklist")
-        throw ProjectErrors.roleForbidden("Blacklisted users cannot rate projects.");
       const baseRefusal = () => ProjectErrors.roleForbidden("Base users may rate Approved projects only.");
       const { project } = await findVisible(projects, caller, id);
+      requireWriter(caller);
       if (caller.role === "Base" && project.status !== "Approved") throw baseRefusal();
       return projects.transaction(async (t) => {
         const locked = await t.lockById(id);
         if (!locked) throw ProjectErrors.notFound();
+        // A rating row of the caller: not once a deletion fenced them.
+        await requireLive(t, caller);
         if (caller.role === "Base" && locked.status !== "Approved") throw baseRefusal();
         await t.upsertRating(id, caller.userId, value);
         locked.rating = await t.meanRating(id);
@@ -289,6 +319,9 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       const outcome = await projects.transaction(async (t) => {
         const project = await t.lockById(id);
         if (!project) throw ProjectErrors.notFound();
+        // No self-review: a member or invitee of the project (any permission row) does not judge it.
+        if (await t.lockPermission(id, caller.userId)) throw ProjectErrors.selfReview();
+        await requireLive(t, caller);
         if (project.viewerAccepted) throw ProjectErrors.alreadyReviewed();
         if (reply) {
           project.viewerAccepted = true;
@@ -310,6 +343,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       return projects.transaction(async (t) => {
         const project = await t.lockById(id);
         if (!project) throw ProjectErrors.notFound();
+        await requireLive(t, caller);
         project.markdown = markdown;
         await t.save();
         return toProjectDto(project);
@@ -322,25 +356,6 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
 
     async listInvited(caller) {
       return (await projects.projectsOfUser(caller.userId, false)).map((p) => toProjectDto(p));
-    },
-
-    async removeUser(userId, ctx) {
-      await projects.transaction(async (t) => {
-        const { ratedProjectIds, ownerOf } = await t.removeUserRows(userId);
-        if (ownerOf.length > 0) {
-          // The users service refuses to delete an owner; a row here lost that race. The project stays.
-          ctx.log.warn(
-            { userId, projects: ownerOf },
-            "a deleted user owned projects; they have no Owner now",
-          );
-        }
-        for (const projectId of ratedProjectIds) {
-          const project = await t.lockById(projectId);
-          if (!project) continue;
-          project.rating = await t.meanRating(projectId);
-        }
-        await t.save();
-      });
     },
   };
 }

@@ -3,6 +3,7 @@ import { ProjectsRpc } from "@fundraise/protocol";
 import type { ChainSync } from "../projects/chain.service.ts";
 import type { MembershipService } from "../projects/membership.service.ts";
 import type { ProjectService } from "../projects/project.service.ts";
+import type { UserFenceService } from "../projects/user-fence.service.ts";
 
 /** The projects service's RPC surface: each descriptor straight to its use case (rules in projects/). */
 export async function serveProjectsRpc(
@@ -10,6 +11,7 @@ export async function serveProjectsRpc(
   p: ProjectService,
   m: MembershipService,
   chain: ChainSync,
+  fences: UserFenceService,
 ): Promise<void> {
   await bus.serve(ProjectsRpc.list, ({ caller, withHex }, ctx) => p.list(caller, withHex, ctx));
   await bus.serve(ProjectsRpc.get, ({ caller, id }) => p.get(caller, id));
@@ -51,6 +53,15 @@ export async function serveProjectsRpc(
   });
   // Asked by the users service (GET /user/get's invitations).
   await bus.serve(ProjectsRpc.pendingInvitations, ({ userId }) => m.pendingInvitations(userId));
+  // Asked by the users service inside a deletion's transaction, and when that transaction failed.
+  await bus.serve(ProjectsRpc.fenceUser, async ({ userId }) => {
+    await fences.fence(userId);
+    return null;
+  });
+  await bus.serve(ProjectsRpc.unfenceUser, async ({ userId }, ctx) => {
+    await fences.unfence(userId, ctx);
+    return null;
+  });
   // Asked by the storage service (orphan pins: content no project holds).
   await bus.serve(ProjectsRpc.heldContent, ({ fileHashes }) => p.heldContent(fileHashes));
 }

@@ -23,18 +23,27 @@ import {
 } from "@fundraise/service-kit/testing";
 import type { StorageApp } from "@fundraise/storage/src/app.ts";
 import { storageOn, streamContent } from "@fundraise/storage/src/test/harness.ts";
-import { type SeededUser, seedUser, usersService } from "@fundraise/users/src/test/harness.ts";
+import {
+  type SeededUser,
+  type SessionStandIn,
+  seedUser,
+  sessionStandIn,
+  usersService,
+} from "@fundraise/users/src/test/harness.ts";
 import type pg from "pg";
 import { startProjectsApp } from "../app.ts";
 import { loadConfig } from "../config.ts";
 
 /**
  * The projects service as the gateway meets it, with the REAL storage and users services beside it
- * (service-kit `startServiceHarness`: one database, each service in its own schema, one vhost), and IPFS on
- * OUR KUBO-RPC STAND-IN (packages/ipfs-node, not Kubo) with a temporary data dir.
+ * (service-kit `startServiceHarness`: one database, each service in its own schema, one vhost), IPFS on
+ * OUR KUBO-RPC STAND-IN (packages/ipfs-node, not Kubo) with a temporary data dir, and a STAND-IN for the
+ * auth service's session (`auth.session.apply`, which the users service calls on deletions and role
+ * changes; the real one needs a chain and is met in e2e).
  */
 export interface Harness extends ServiceHarness {
   app: ServiceApp;
+  sessions: SessionStandIn;
   /** The storage service (its `reconcile()` runs an orphan reconciliation round now). */
   storage: StorageApp;
   /** The IPFS stand-in as it runs now (a new object after `restartIpfs`, on the same URL). */
@@ -57,10 +66,12 @@ export async function startHarness(
   const dataDir = mkdtempSync(join(tmpdir(), "projects-ipfs-"));
   let node = await startIpfsNode({ dataDir });
   const { port } = node;
+  const sessions = sessionStandIn();
   const h = await startServiceHarness({
     label: `projects_${label}`,
     services: [
       storageOn(node, options.storageEnv),
+      sessions,
       usersService,
       {
         name: "projects",
@@ -81,7 +92,8 @@ export async function startHarness(
   });
   return {
     ...h,
-    app: h.apps[2] as ServiceApp,
+    app: h.apps[3] as ServiceApp,
+    sessions,
     storage: h.apps[0] as StorageApp,
     get node() {
       return node;

@@ -1,5 +1,5 @@
 import { waitFor } from "@fundraise/bus/testing";
-import { ProjectsEvents, UsersEvents, UsersRpc } from "@fundraise/protocol";
+import { UsersEvents, UsersRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   callerOf,
@@ -12,41 +12,16 @@ import {
   startHarness,
 } from "../test/harness.ts";
 
-// deleteSelf and delete (admin), and the project ownership they learn from the projects service's events.
+// deleteSelf and delete (admin): the users service's rules, with the projects service's fence and the auth
+// service's session played by the harness's STAND-INS (the real three meet in services/projects and e2e).
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness("delete");
 });
 afterAll(() => h?.stop());
 
-let projectIds = 1000;
-const fileHash = "AB".repeat(32);
-
 async function exists(id: number): Promise<boolean> {
   return (await h.sql.query(`select 1 from users."user" where id = $1`, [id])).rows.length === 1;
-}
-
-async function ownedRow(projectId: number) {
-  const { rows } = await h.sql.query(`select * from users.owned_project where project_id = $1`, [projectId]);
-  return rows[0] as { owner_id: number | null; deleted_at: Date | null } | undefined;
-}
-
-/** Publishes projects.project.created as the projects service does, and waits until the service has it. */
-async function createProject(owner: SeededUser): Promise<number> {
-  const projectId = ++projectIds;
-  await h.client.publish(ProjectsEvents.created, {
-    projectId,
-    fileHash,
-    ownerId: owner.id,
-    projectName: `p${projectId}`,
-  });
-  await waitFor(async () => (await ownedRow(projectId))?.owner_id === owner.id, 10_000, "owned_project row");
-  return projectId;
-}
-
-async function deleteProject(projectId: number): Promise<void> {
-  await h.client.publish(ProjectsEvents.deleted, { projectId, fileHash });
-  await waitFor(async () => (await ownedRow(projectId))?.deleted_at != null, 10_000, "tombstone");
 }
 
 /** Leaves exactly `count` Admins in the table (demoting the others), for the last-admin rule. */
@@ -63,12 +38,20 @@ describe("users.user.delete-self", () => {
     expect(await receivedEvent(h, UsersEvents.deleted, { userId: user.id })).toEqual({
       userId: user.id,
       address: user.address,
+      version: 2,
     });
   });
 
-  it("409 USER_OWNS_PROJECT while the caller owns a project; allowed once the project is deleted", async () => {
+  it("fences the user in the projects service before it commits, and the session says deleted before it answers", async () => {
+    const user = await seedUser(h.sql);
+    await h.client.call(UsersRpc.deleteSelf, { caller: callerOf(user) });
+    expect(h.projects.calls.filter((c) => c.userId === user.id)).toEqual([{ op: "fence", userId: user.id }]);
+    expect(h.sessions.state(user.id)).toEqual({ role: null, version: 2, revokedBelow: 2, deleted: true });
+  });
+
+  it("409 USER_OWNS_PROJECT when the projects service refuses the fence: nothing is deleted, nothing to lift", async () => {
     const owner = await seedUser(h.sql);
-    const projectId = await createProject(owner);
+    h.projects.owners.add(owner.id);
     await expectAppError(
       h.client.call(UsersRpc.deleteSelf, { caller: callerOf(owner) }),
       "conflict",
@@ -76,9 +59,49 @@ describe("users.user.delete-self", () => {
     );
     expect(await exists(owner.id)).toBe(true);
     expect((await outboxPayloads(h.sql, UsersEvents.deleted)).some((p) => p.userId === owner.id)).toBe(false);
-    await deleteProject(projectId);
+    expect(h.sessions.state(owner.id)).toBeUndefined();
+    h.projects.owners.delete(owner.id);
     await h.client.call(UsersRpc.deleteSelf, { caller: callerOf(owner) });
     expect(await exists(owner.id)).toBe(false);
+  });
+
+  it("a deletion whose transaction fails after the fence lifts the fence again", async () => {
+    const user = await seedUser(h.sql);
+    // The commit fails: a deferred constraint trigger that raises on the user's deletion.
+    await h.sql.query(`
+      create or replace function users.refuse_delete() returns trigger language plpgsql as $$
+      begin raise exception 'refused for the test'; end $$`);
+    await h.sql.query(`
+      create constraint trigger refuse_delete_${user.id} after delete on users."user"
+      deferrable initially deferred for each row when (old.id = ${user.id})
+      execute function users.refuse_delete()`);
+    try {
+      await expect(h.client.call(UsersRpc.deleteSelf, { caller: callerOf(user) })).rejects.toBeTruthy();
+    } finally {
+      await h.sql.query(`drop trigger refuse_delete_${user.id} on users."user"`);
+    }
+    expect(await exists(user.id)).toBe(true);
+    expect(h.projects.calls.filter((c) => c.userId === user.id)).toEqual([
+      { op: "fence", userId: user.id },
+      { op: "unfence", userId: user.id },
+    ]);
+    expect(h.sessions.state(user.id)).toBeUndefined();
+  });
+
+  it("503 when the session cannot be told (auth down): the deletion is saved, its event tells the session later", async () => {
+    const user = await seedUser(h.sql);
+    h.sessions.failing = true;
+    try {
+      await expectAppError(
+        h.client.call(UsersRpc.deleteSelf, { caller: callerOf(user) }),
+        "unavailable",
+        "SERVICE_UNAVAILABLE",
+      );
+    } finally {
+      h.sessions.failing = false;
+    }
+    expect(await exists(user.id)).toBe(false);
+    expect(await receivedEvent(h, UsersEvents.deleted, { userId: user.id })).toMatchObject({ version: 2 });
   });
 
   it("409 USER_LAST_ADMIN for the last Admin", async () => {
@@ -150,7 +173,9 @@ describe("users.user.delete (admin)", () => {
     expect(await receivedEvent(h, UsersEvents.deleted, { userId: user.id })).toEqual({
       userId: user.id,
       address: user.address,
+      version: 2,
     });
+    expect(h.sessions.state(user.id)?.deleted).toBe(true);
   });
 
   it("404 USER_NOT_FOUND for an id nobody has", async () => {
@@ -175,7 +200,7 @@ describe("users.user.delete (admin)", () => {
   it("409 USER_OWNS_PROJECT for a user who owns a project", async () => {
     const admin = await seedUser(h.sql, { role: "Admin" });
     const owner = await seedUser(h.sql);
-    await createProject(owner);
+    h.projects.owners.add(owner.id);
     await expectAppError(
       h.client.call(UsersRpc.delete, { caller: callerOf(admin), id: owner.id }),
       "conflict",
@@ -203,40 +228,5 @@ describe("users.user.delete (admin)", () => {
       "ROLE_FORBIDDEN",
     );
     expect(await exists(user.id)).toBe(true);
-  });
-});
-
-describe("project ownership from projects.project.* events", () => {
-  it("is idempotent: the same created event twice leaves one row", async () => {
-    const owner = await seedUser(h.sql);
-    const projectId = await createProject(owner);
-    await h.client.publish(ProjectsEvents.created, {
-      projectId,
-      fileHash,
-      ownerId: owner.id,
-      projectName: "p",
-    });
-    const marker = await createProject(owner);
-    expect(await ownedRow(marker)).toBeDefined();
-    const { rows } = await h.sql.query(`select * from users.owned_project where project_id = $1`, [
-      projectId,
-    ]);
-    expect(rows).toEqual([{ project_id: projectId, owner_id: owner.id, deleted_at: null }]);
-  });
-
-  it("a deleted event that overtakes its created event still wins (tombstone)", async () => {
-    const owner = await seedUser(h.sql);
-    const projectId = ++projectIds;
-    await deleteProject(projectId);
-    await h.client.publish(ProjectsEvents.created, {
-      projectId,
-      fileHash,
-      ownerId: owner.id,
-      projectName: "p",
-    });
-    await waitFor(async () => (await ownedRow(projectId))?.owner_id === owner.id, 10_000, "late created");
-    expect((await ownedRow(projectId))?.deleted_at).not.toBeNull();
-    await h.client.call(UsersRpc.deleteSelf, { caller: callerOf(owner) });
-    expect(await exists(owner.id)).toBe(false);
   });
 });

@@ -1,6 +1,5 @@
-import { type AmqpBus, createAmqpBus, type MessageContext } from "@fundraise/bus";
-import { ProjectsRpc, UsersEvents, UsersRpc } from "@fundraise/protocol";
-import { silentLogger } from "@fundraise/service-kit";
+import type { MessageContext } from "@fundraise/bus";
+import { UsersEvents, UsersRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   callerOf,
@@ -28,7 +27,7 @@ async function row(id: number) {
 }
 
 describe("users.user.get", () => {
-  it("answers the caller's UserDTO with invitations null while the projects service is not running", async () => {
+  it("answers the caller's UserDTO with invitations null while the projects service cannot answer", async () => {
     const user = await seedUser(h.sql, { role: "Viewer" });
     expect(await h.client.call(UsersRpc.get, { caller: callerOf(user) })).toEqual({
       id: user.id,
@@ -53,22 +52,20 @@ describe("users.user.get", () => {
   });
 
   describe("with a projects service on the bus", () => {
-    let projects: AmqpBus;
     let behaviour: "answer" | "hang" = "answer";
     let release: () => void = () => undefined;
     const seen: Pick<MessageContext, "requestId" | "deadline">[] = [];
 
-    beforeAll(async () => {
-      projects = await createAmqpBus({ url: h.vhostUrl, service: "projects", logger: silentLogger() });
-      await projects.serve(ProjectsRpc.pendingInvitations, async ({ userId }, ctx) => {
+    beforeAll(() => {
+      h.projects.invitations = async (userId, ctx) => {
         seen.push({ requestId: ctx.requestId, deadline: ctx.deadline });
         if (behaviour === "hang") await new Promise<void>((resolve) => (release = resolve));
         return [{ id: 7, projectID: 3, userID: userId, role: "Editor" as const, isAccepted: false }];
-      });
+      };
     });
-    afterAll(async () => {
+    afterAll(() => {
       release();
-      await projects?.close();
+      h.projects.invitations = undefined;
     });
 
     it("adds the caller's pending invitations, passing the request id and a short deadline on", async () => {
@@ -100,6 +97,19 @@ describe("users.user.get", () => {
 });
 
 describe("users.user.update", () => {
+  it("403 ROLE_FORBIDDEN for a Blacklist caller (read-only), and nothing changes", async () => {
+    const user = await seedUser(h.sql, { role: "Blacklist" });
+    await expectAppError(
+      h.client.call(UsersRpc.update, {
+        caller: callerOf(user),
+        user: { ...noChange, name: "Mallory" },
+      }),
+      "forbidden",
+      "ROLE_FORBIDDEN",
+    );
+    expect((await row(user.id))?.name).toBe("Ada");
+  });
+
   it("updates name and surname (trimmed) and keeps the rest; no e-mail event", async () => {
     const user = await seedUser(h.sql);
     const dto = await h.client.call(UsersRpc.update, {

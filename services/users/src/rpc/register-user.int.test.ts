@@ -162,7 +162,10 @@ describe("users.user.register", () => {
     expect(await receivedEvent(h, UsersEvents.deleted, { userId: expired.id })).toEqual({
       userId: expired.id,
       address: expired.address,
+      version: 2,
     });
+    // No fence for a sign-up that never verified: nobody can name it in an invitation.
+    expect(h.projects.calls).not.toContainEqual({ op: "fence", userId: expired.id });
   });
 
   it("an expired unverified sign-up of the same address is replaced by a new user", async () => {
@@ -246,6 +249,7 @@ describe("users.user.register", () => {
       expect(await receivedEvent(h, UsersEvents.deleted, { userId: answer.userId })).toEqual({
         userId: answer.userId,
         address: input.address,
+        version: 2,
       });
       // The replaced sign-up's username and e-mail are free again.
       const reuse = await h.client.call(UsersRpc.register, {
@@ -315,6 +319,7 @@ describe("users.user.by-address", () => {
       role: "Whitelist",
       chainRole: null,
       isVerified: true,
+      version: 1,
     });
   });
 

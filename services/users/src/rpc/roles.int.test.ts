@@ -55,7 +55,55 @@ describe("users.user.update-role (admin)", () => {
       role: "Whitelist",
       previousRole: "Base",
       changedBy: String(admin.id),
+      version: 2,
     });
+    // The session held the change (and refuses tokens issued before it) before the change answered.
+    expect(h.sessions.state(user.id)).toEqual({
+      role: "Whitelist",
+      version: 2,
+      revokedBelow: 2,
+      deleted: false,
+    });
+  });
+
+  it("503 while the session cannot be told; repeating the request confirms the change once it can", async () => {
+    const admin = await seedUser(h.sql, { role: "Admin" });
+    const user = await seedUser(h.sql);
+    h.sessions.failing = true;
+    try {
+      await expectAppError(
+        h.client.call(UsersRpc.updateRole, {
+          caller: callerOf(admin),
+          address: user.address,
+          role: "Viewer",
+        }),
+        "unavailable",
+        "SERVICE_UNAVAILABLE",
+      );
+    } finally {
+      h.sessions.failing = false;
+    }
+    // Saved, and its event carries the change to the session later.
+    expect(await roleOf(user.id)).toBe("Viewer");
+    expect(await receivedEvent(h, UsersEvents.roleChanged, { userId: user.id })).toMatchObject({
+      version: 2,
+    });
+    await h.client.call(UsersRpc.updateRole, {
+      caller: callerOf(admin),
+      address: user.address,
+      role: "Viewer",
+    });
+    expect(h.sessions.state(user.id)).toMatchObject({ role: "Viewer", version: 2 });
+  });
+
+  it("every role change raises the account version the session and tokens carry", async () => {
+    const admin = await seedUser(h.sql, { role: "Admin" });
+    const user = await seedUser(h.sql);
+    for (const role of ["Viewer", "Blacklist", "Base"]) {
+      await h.client.call(UsersRpc.updateRole, { caller: callerOf(admin), address: user.address, role });
+    }
+    expect(await h.client.call(UsersRpc.byAddress, { address: user.address })).toMatchObject({ version: 4 });
+    expect(h.sessions.state(user.id)).toEqual({ role: "Base", version: 4, revokedBelow: 4, deleted: false });
   });
 
   it("the same role again changes nothing: no history row, no event", async () => {

@@ -1,5 +1,5 @@
 import type { Bus } from "@fundraise/bus";
-import { ChainEvents, ProjectsEvents } from "@fundraise/protocol";
+import { ChainEvents } from "@fundraise/protocol";
 import type { UserService } from "../users/user.service.ts";
 
 /** The consumer name: queues are `users.<event>`. */
@@ -23,12 +23,5 @@ export async function subscribeUsers(bus: Bus, users: UserService): Promise<void
     ChainEvents.factRetracted,
     (retraction, ctx) => users.retractChainStatus(retraction, ctx),
     { prefetch: 1 },
-  );
-  // Who owns which project, so deleting that user is refused without asking the projects service.
-  await bus.subscribe(CONSUMER, ProjectsEvents.created, ({ projectId, ownerId }) =>
-    users.recordProjectCreated(projectId, ownerId),
-  );
-  await bus.subscribe(CONSUMER, ProjectsEvents.deleted, ({ projectId }) =>
-    users.recordProjectDeleted(projectId),
   );
 }

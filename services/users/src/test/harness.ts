@@ -1,8 +1,16 @@
 import { randomBytes } from "node:crypto";
+import type { MessageContext } from "@fundraise/bus";
 import {
+  AuthRpc,
   type Caller,
+  ErrorCode,
   type EventDescriptor,
+  errors,
   type PayloadOf,
+  ProjectsRpc,
+  type ResponseOf,
+  type SessionChange,
+  type SessionState,
   type UserRole,
   UsersEvents,
 } from "@fundraise/protocol";
@@ -19,10 +27,17 @@ import type pg from "pg";
 import { startUsersApp } from "../app.ts";
 import { loadConfig } from "../config.ts";
 
-/** The users service as the gateway and the other services meet it (service-kit `startServiceHarness`). */
+/**
+ * The users service as the gateway and the other services meet it (service-kit `startServiceHarness`),
+ * with STAND-INS for the two neighbours a deletion and a role change call: the auth service's session
+ * (`auth.session.apply`; the real one needs a chain, and is met in services/auth and e2e) and the projects
+ * service's fence (`projects.user.fence` / `unfence`; the real one is met in services/projects' tests).
+ */
 export interface Harness extends ServiceHarness {
   app: ServiceApp;
   vhostUrl: string;
+  sessions: SessionStandIn;
+  projects: ProjectsStandIn;
 }
 
 /** Starts the users service in a harness; others start it beside their own with `usersService`. */
@@ -31,13 +46,92 @@ export const usersService: HarnessService = {
   start: ({ env, log, bus }) => startUsersApp({ config: loadConfig(env), log, bus }),
 };
 
+/** A STAND-IN for the auth service's `auth.session.apply`: merges and records the changes it is sent. */
+export interface SessionStandIn extends HarnessService {
+  changes: SessionChange[];
+  /** The session state of a user as the stand-in merged it. */
+  state(userId: number): SessionState | undefined;
+  /** While set, every call fails (auth unreachable). */
+  failing: boolean;
+}
+
+export function sessionStandIn(): SessionStandIn {
+  const states = new Map<number, SessionState>();
+  const standIn: SessionStandIn = {
+    name: "auth-session-stand-in",
+    changes: [],
+    failing: false,
+    state: (userId) => states.get(userId),
+    async start({ bus }) {
+      await bus.serve(AuthRpc.applySession, async (change) => {
+        if (standIn.failing)
+          throw errors.unavailable(ErrorCode.SERVICE_UNAVAILABLE, "stand-in: auth is down");
+        standIn.changes.push(change);
+        const held = states.get(change.userId) ?? { role: null, version: 0, revokedBelow: 0, deleted: false };
+        const next: SessionState = {
+          role: change.version > held.version ? (change.deleted ? null : change.role) : held.role,
+          version: Math.max(held.version, change.version),
+          revokedBelow: Math.max(held.revokedBelow, change.revoke ? change.version : 0),
+          deleted: held.deleted || change.deleted,
+        };
+        states.set(change.userId, next);
+        return next;
+      });
+      return { stop: async () => undefined };
+    },
+  };
+  return standIn;
+}
+
+/**
+ * A STAND-IN for the projects service's RPCs the users service calls: the fence (refuses `owners`, records
+ * every call) and the pending invitations (`invitations`; unset: unavailable, as when projects is down).
+ */
+export interface ProjectsStandIn extends HarnessService {
+  owners: Set<number>;
+  calls: { op: "fence" | "unfence"; userId: number }[];
+  invitations: ((userId: number, ctx: MessageContext) => Promise<Invitation[]>) | undefined;
+}
+
+type Invitation = ResponseOf<typeof ProjectsRpc.pendingInvitations>[number];
+
+export function projectsStandIn(): ProjectsStandIn {
+  const standIn: ProjectsStandIn = {
+    name: "projects",
+    owners: new Set(),
+    calls: [],
+    invitations: undefined,
+    async start({ bus }) {
+      await bus.serve(ProjectsRpc.pendingInvitations, async ({ userId }, ctx) => {
+        if (!standIn.invitations)
+          throw errors.unavailable(ErrorCode.SERVICE_UNAVAILABLE, "stand-in: projects is down");
+        return standIn.invitations(userId, ctx);
+      });
+      await bus.serve(ProjectsRpc.fenceUser, async ({ userId }) => {
+        standIn.calls.push({ op: "fence", userId });
+        if (standIn.owners.has(userId))
+          throw errors.conflict(ErrorCode.USER_OWNS_PROJECT, "stand-in: the user owns a project");
+        return null;
+      });
+      await bus.serve(ProjectsRpc.unfenceUser, async ({ userId }) => {
+        standIn.calls.push({ op: "unfence", userId });
+        return null;
+      });
+      return { stop: async () => undefined };
+    },
+  };
+  return standIn;
+}
+
 export async function startHarness(label: string): Promise<Harness> {
+  const sessions = sessionStandIn();
+  const projects = projectsStandIn();
   const h = await startServiceHarness({
     label: `users_${label}`,
-    services: [usersService],
+    services: [sessions, projects, usersService],
     record: UsersEvents,
   });
-  return { ...h, app: h.apps[0] as ServiceApp, vhostUrl: h.vhost.url };
+  return { ...h, app: h.apps[2] as ServiceApp, vhostUrl: h.vhost.url, sessions, projects };
 }
 
 let sequence = 0;

@@ -27,6 +27,11 @@ export const User = defineEntity({
     chainRoleLogIndex: p.integer().nullable(),
     /** When an admin last changed the role; a chain change must be newer to override it. */
     adminRoleAt: p.datetime().nullable(),
+    /**
+     * Raised by every role change; the session and each token carry it (protocol sessions.ts): an admin's
+     * change revokes the tokens issued at an older version.
+     */
+    accountVersion: p.bigint("number").default(1),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p
       .datetime()

@@ -28,6 +28,18 @@ export const UserErrors = {
     ),
   selfRole: () => errors.conflict(ErrorCode.USER_SELF_ACTION, "An admin cannot change its own role."),
   adminOnly: () => errors.forbidden(ErrorCode.ROLE_FORBIDDEN, "Only an Admin may do this."),
+  blacklisted: () =>
+    errors.forbidden(
+      ErrorCode.ROLE_FORBIDDEN,
+      "Blacklisted users have read-only access; they may only delete their account.",
+    ),
+  sessionsPending: (cause: unknown) =>
+    errors.unavailable(
+      ErrorCode.SERVICE_UNAVAILABLE,
+      "The change is saved, but the user's sessions could not be updated yet; it takes effect within " +
+        "moments. Repeat the request to confirm.",
+      { cause },
+    ),
   invalidRole: (role: string) =>
     errors.validation(
       ErrorCode.VALIDATION_FAILED,

@@ -32,5 +32,6 @@ export function toUserAccount(user: AccountRow): UserAccountOut {
     role: user.role as UserRole,
     chainRole: (user.chainRole ?? null) as UserRole | null,
     isVerified: user.isVerified,
+    version: Number(user.accountVersion),
   };
 }

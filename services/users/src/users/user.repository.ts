@@ -3,7 +3,6 @@ import type { EventDescriptor, PayloadOf, UserRole } from "@fundraise/protocol";
 import { inTransaction, type SqlPool, type Tx } from "@fundraise/service-kit";
 import { LockMode, sql } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { OwnedProject } from "./owned-project.entity.ts";
 import { RoleChange } from "./role-change.entity.ts";
 import { User } from "./user.entity.ts";
 import { conflictOfConstraint } from "./user.errors.ts";
@@ -24,7 +23,16 @@ const sameCi = (field: UniqueField, value: string) => ({ [sql.lower(COLUMN[field
 /** The fields of a user that sign-in needs (`toUserAccount`). */
 export type AccountRow = Pick<
   User,
-  "id" | "address" | "username" | "name" | "surname" | "mailAddress" | "role" | "chainRole" | "isVerified"
+  | "id"
+  | "address"
+  | "username"
+  | "name"
+  | "surname"
+  | "mailAddress"
+  | "role"
+  | "chainRole"
+  | "isVerified"
+  | "accountVersion"
 >;
 
 export type NewUserRow = Pick<
@@ -43,12 +51,10 @@ export interface UserRepository {
   findById(id: number): Promise<User | null>;
   /** The sign-in fields of the user with this address (any case): one indexed read, no entity. */
   findAccountByAddress(address: string): Promise<AccountRow | null>;
+  /** The user with this username (any case), unless it is a sign-up that never verified. */
   findByUsername(username: string): Promise<User | null>;
   findByIds(ids: number[]): Promise<User[]>;
   listAll(): Promise<User[]>;
-  /** Project ownership from the projects service's events (idempotent, order-independent). */
-  recordProjectCreated(projectId: number, ownerId: number): Promise<void>;
-  recordProjectDeleted(projectId: number): Promise<void>;
 }
 
 /** One transaction: changes to the users it returns are written by `save`, and commit with its events. */
@@ -64,7 +70,6 @@ export interface UserTx {
    * other at once are serialized here (the second then sees one Admin left), and cannot deadlock.
    */
   lockAdmins(): Promise<number>;
-  ownsLiveProject(userId: number): Promise<boolean>;
   create(row: NewUserRow): User;
   remove(user: User): void;
   recordRoleChange(change: {
@@ -80,11 +85,16 @@ export interface UserTx {
   emit<D extends EventDescriptor>(event: D, payload: PayloadOf<D>, ctx: TraceContext): Promise<void>;
   /** Claims a message for a consumer once: false when it was handled before (see handleOnce). */
   claimOnce(consumer: string, messageKey: string): Promise<boolean>;
+  /**
+   * Undoes a step taken in another service for this transaction when it does not commit (a rollback, or a
+   * failed commit): run after the transaction ended, in order; a failure is logged by the caller's undo.
+   */
+  onRollback(undo: () => Promise<void>): void;
 }
 
 /** `em` for units of work and entities; `pool` for the hot single-statement reads (sign-in, the count). */
 export function createUserRepository(em: () => EntityManager, pool: SqlPool): UserRepository {
-  const txOf = ({ em: t, sql: executor }: Tx): UserTx => {
+  const txOf = ({ em: t, sql: executor }: Tx, undo: (() => Promise<void>)[]): UserTx => {
     const lockOne = (where: object) => t.findOne(User, where, { lockMode: LockMode.PESSIMISTIC_WRITE });
     return {
       lockById: (id) => lockOne({ id }),
@@ -113,8 +123,6 @@ export function createUserRepository(em: () => EntityManager, pool: SqlPool): Us
         );
         return rows.length;
       },
-      ownsLiveProject: async (userId) =>
-        (await t.count(OwnedProject, { ownerId: userId, deletedAt: null })) > 0,
       create: (row) => t.create(User, row),
       remove: (user) => t.remove(user),
       recordRoleChange: (change) => void t.create(RoleChange, change),
@@ -123,17 +131,20 @@ export function createUserRepository(em: () => EntityManager, pool: SqlPool): Us
         await enqueue(executor, event, payload, { schema: USERS_SCHEMA, context: ctx });
       },
       claimOnce: (consumer, messageKey) => claimMessage(executor, { consumer, messageKey }, USERS_SCHEMA),
+      onRollback: (step) => void undo.push(step),
     };
   };
 
-  const execute = (query: string, params: unknown[]) =>
-    em()
-      .getConnection()
-      .execute(query, params)
-      .then(() => undefined);
-
   return {
-    transaction: (work) => inTransaction(em(), (tx) => work(txOf(tx)), conflictOfConstraint),
+    async transaction(work) {
+      const undo: (() => Promise<void>)[] = [];
+      try {
+        return await inTransaction(em(), (tx) => work(txOf(tx, undo)), conflictOfConstraint);
+      } catch (error) {
+        for (const step of undo) await step();
+        throw error;
+      }
+    },
     async countVerified() {
       const [row] = await pool.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM ${USERS_SCHEMA}."user" WHERE is_verified`,
@@ -144,29 +155,23 @@ export function createUserRepository(em: () => EntityManager, pool: SqlPool): Us
     async findAccountByAddress(address) {
       const [row] = await pool.query<AccountRow>(
         `SELECT id, address, username, name, surname, mail_address AS "mailAddress", role,
-                chain_role AS "chainRole", is_verified AS "isVerified"
+                chain_role AS "chainRole", is_verified AS "isVerified",
+                account_version::int AS "accountVersion"
            FROM ${USERS_SCHEMA}."user" WHERE lower(address) = $1`,
         [address.toLowerCase()],
       );
       return row ?? null;
     },
-    findByUsername: (username) => em().findOne(User, sameCi("username", username)),
+    // A sign-up that never verified is not a user others can name yet (invitations).
+    findByUsername: (username) =>
+      em().findOne(User, {
+        ...sameCi("username", username),
+        $not: { isVerified: false, pendingUntil: { $ne: null } },
+      }),
     findByIds: (ids) =>
       ids.length === 0
         ? Promise.resolve([])
         : em().find(User, { id: { $in: ids } }, { orderBy: { id: "asc" } }),
     listAll: () => em().find(User, {}, { orderBy: { id: "asc" } }),
-    recordProjectCreated: (projectId, ownerId) =>
-      execute(
-        `INSERT INTO ${USERS_SCHEMA}.owned_project (project_id, owner_id) VALUES (?, ?)
-         ON CONFLICT (project_id) DO UPDATE SET owner_id = excluded.owner_id`,
-        [projectId, ownerId],
-      ),
-    recordProjectDeleted: (projectId) =>
-      execute(
-        `INSERT INTO ${USERS_SCHEMA}.owned_project AS o (project_id, deleted_at) VALUES (?, now())
-         ON CONFLICT (project_id) DO UPDATE SET deleted_at = coalesce(o.deleted_at, excluded.deleted_at)`,
-        [projectId],
-      ),
   };
 }

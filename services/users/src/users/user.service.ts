@@ -4,6 +4,7 @@ import {
   ChainEvents,
   type PayloadOf,
   type RequestOf,
+  type SessionChange,
   type SignUpProof,
   type UserRole,
   UsersEvents,
@@ -40,8 +41,24 @@ export type OpContext = RequestContext;
 /** Asks the projects service for a user's pending invitations; throws when it is unavailable or slow. */
 export type PendingInvitations = (userId: number, ctx: OpContext) => Promise<Invitation[]>;
 
+/**
+ * The projects service, as a deletion needs it (`projects.user.fence` / `unfence`): inside the deletion's
+ * transaction, before it commits, the user is fenced there (refused with 409 while they own a project), so
+ * no write of theirs can add a project, membership, invitation or rating afterwards; a deletion that does
+ * not commit lifts the fence again.
+ */
+export interface ProjectFence {
+  fence(userId: number, ctx: OpContext): Promise<void>;
+  unfence(userId: number, ctx: OpContext): Promise<void>;
+}
+
+/** The auth service's session (`auth.session.apply`): holds the change when this resolves. */
+export type ApplySession = (change: SessionChange, ctx: OpContext) => Promise<void>;
+
 export interface UserServiceDeps {
   users: UserRepository;
+  projects: ProjectFence;
+  sessions: ApplySession;
   /** Absent: `get` answers `invitations: null`. */
   pendingInvitations?: PendingInvitations;
   /** The chain role the index holds now (the chain-indexer's `chain.address.role`). */
@@ -82,8 +99,6 @@ export interface UserService {
   applyChainStatus(fact: UserStatusChanged, ctx: OpContext): Promise<void>;
   /** A reorg removed a status fact: its user's role goes back to what the index says now. */
   retractChainStatus(retraction: FactRetracted, ctx: OpContext): Promise<void>;
-  recordProjectCreated(projectId: number, ownerId: number): Promise<void>;
-  recordProjectDeleted(projectId: number): Promise<void>;
 }
 
 /** The same sign-up data: username and e-mail case-insensitively (as they are unique), names exactly. */
@@ -112,6 +127,9 @@ function roleSourcesOf(user: User): RoleSources {
 }
 
 const USER_STATUS_FACT = ChainEvents.userStatusChanged.name;
+/** Tries of a session change before a 503, and the pause before the second (then twice as long). */
+const SESSION_ATTEMPTS = 3;
+const SESSION_RETRY_MS = 150;
 
 /** A chain fact dated by its block (the arrival time when the indexer gave none). */
 function chainFact(fact: UserStatusChanged, arrivedAt: Date): ChainObservation {
@@ -136,11 +154,47 @@ export function createUserService(deps: UserServiceDeps): UserService {
     if (caller.role !== "Admin") throw UserErrors.adminOnly();
   }
 
-  async function removeAndAnnounce(t: UserTx, user: User, ctx: OpContext): Promise<void> {
+  /** Deletes the user in this transaction and announces it; answers the session change it makes. */
+  async function removeAndAnnounce(t: UserTx, user: User, ctx: OpContext): Promise<SessionChange> {
     const { id: userId, address } = user;
+    const version = Number(user.accountVersion) + 1;
     t.remove(user);
     await t.save();
-    await t.emit(UsersEvents.deleted, { userId, address }, ctx);
+    await t.emit(UsersEvents.deleted, { userId, address, version }, ctx);
+    return { userId, address, version, role: null, revoke: true, deleted: true };
+  }
+
+  /**
+   * Fences the user in the projects service, inside this transaction and before it commits (refused
+   * there while they own a project); lifted again if the transaction does not commit. A sign-up that
+   * never verified needs none: it cannot sign in, and invitations name verified users only.
+   */
+  async function fence(t: UserTx, userId: number, ctx: OpContext): Promise<void> {
+    await deps.projects.fence(userId, ctx);
+    t.onRollback(() =>
+      deps.projects.unfence(userId, ctx).catch((err: unknown) => {
+        // The projects service's sweep lifts a fence whose user still exists after its grace period.
+        ctx.log.error({ err, userId }, "fence of a user whose deletion failed not lifted");
+      }),
+    );
+  }
+
+  /**
+   * The session holds the change before it answers (behaviour.md §8, "at once"): a few tries within the
+   * caller's deadline; if auth cannot be reached, 503 (the change is saved; its event brings it to the
+   * session later, and repeating the request confirms it).
+   */
+  async function inForce(change: SessionChange, ctx: OpContext): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await deps.sessions(change, ctx);
+        return;
+      } catch (cause) {
+        if (attempt >= SESSION_ATTEMPTS) throw UserErrors.sessionsPending(cause);
+        ctx.log.warn({ err: cause, userId: change.userId, attempt }, "session change not applied yet");
+        await new Promise((resolve) => setTimeout(resolve, SESSION_RETRY_MS * attempt));
+      }
+    }
   }
 
   /**
@@ -175,11 +229,19 @@ export function createUserService(deps: UserServiceDeps): UserService {
     if (user.role === role) return;
     const previousRole = user.role as UserRole;
     user.role = role;
+    user.accountVersion = Number(user.accountVersion) + 1;
     t.recordRoleChange({ userId: user.id, previousRole, newRole: role, ...change });
     await t.save();
     await t.emit(
       UsersEvents.roleChanged,
-      { userId: user.id, address: user.address, role, previousRole, changedBy: change.changedBy },
+      {
+        userId: user.id,
+        address: user.address,
+        role,
+        previousRole,
+        changedBy: change.changedBy,
+        version: Number(user.accountVersion),
+      },
       ctx,
     );
   }
@@ -216,16 +278,17 @@ export function createUserService(deps: UserServiceDeps): UserService {
     return toUserAccount(user);
   }
 
-  /** Deletion rules shared by deleteSelf and deleteById. */
+  /** Deletion rules shared by deleteSelf and deleteById; an owner is refused by the projects service. */
   async function removeUser(id: number, ctx: OpContext): Promise<void> {
-    await users.transaction(async (t) => {
+    const change = await users.transaction(async (t) => {
       const admins = await t.lockAdmins();
       const user = await t.lockById(id);
       if (!user) throw UserErrors.notFound();
-      if (await t.ownsLiveProject(id)) throw UserErrors.ownsProject();
       if (user.role === "Admin" && admins <= 1) throw UserErrors.lastAdmin();
-      await removeAndAnnounce(t, user, ctx);
+      await fence(t, id, ctx);
+      return removeAndAnnounce(t, user, ctx);
     });
+    await inForce(change, ctx);
   }
 
   async function invitationsOf(userId: number, ctx: OpContext): Promise<Invitation[] | null> {
@@ -251,6 +314,7 @@ export function createUserService(deps: UserServiceDeps): UserService {
     },
 
     async update(caller, changes, ctx) {
+      if (caller.role === "Blacklist") throw UserErrors.blacklisted();
       const fields = validateProfile(changes);
       return users.transaction(async (t) => {
         const user = await t.lockById(caller.userId);
@@ -304,14 +368,27 @@ export function createUserService(deps: UserServiceDeps): UserService {
       if (!role) throw UserErrors.invalidRole(roleInput);
       const address = parseAddress(addressInput);
       if (!address) throw UserErrors.invalidAddress();
-      return users.transaction(async (t) => {
+      const { dto, change } = await users.transaction(async (t) => {
         const user = await t.lockByAddress(address);
         if (!user) throw UserErrors.notFound("No user has this address.");
         if (user.id === caller.userId) throw UserErrors.selfRole();
-        if (user.role !== role) user.adminRoleAt = now();
+        const changed = user.role !== role;
+        if (changed) user.adminRoleAt = now();
         await changeRole(t, user, role, { changedBy: String(caller.userId), sourceTx: null }, ctx);
-        return toUserDto(user);
+        // Repeated (the same role): the session is brought to the account's state again, which confirms
+        // a change whose first answer was a 503; its revocation travels with its event.
+        const change: SessionChange = {
+          userId: user.id,
+          address: user.address,
+          version: Number(user.accountVersion),
+          role,
+          revoke: changed,
+          deleted: false,
+        };
+        return { dto: toUserDto(user), change };
       });
+      await inForce(change, ctx);
+      return dto;
     },
 
     async register(input, ctx) {
@@ -418,8 +495,5 @@ export function createUserService(deps: UserServiceDeps): UserService {
         }
       });
     },
-
-    recordProjectCreated: (projectId, ownerId) => users.recordProjectCreated(projectId, ownerId),
-    recordProjectDeleted: (projectId) => users.recordProjectDeleted(projectId),
   };
 }

@@ -3,6 +3,7 @@ import { Migration20261123000000_accounts } from "./Migration20261123000000_acco
 import { Migration20261124000000_signup_proof } from "./Migration20261124000000_signup_proof.ts";
 import { Migration20261124000100_role_sources } from "./Migration20261124000100_role_sources.ts";
 import { Migration20261125000000_account_changed } from "./Migration20261125000000_account_changed.ts";
+import { Migration20261203000000_account_version } from "./Migration20261203000000_account_version.ts";
 
 /** Every migration of the users schema, oldest first; applied at start-up. Never edit a committed one. */
 export const migrations = [
@@ -11,4 +12,5 @@ export const migrations = [
   { name: "Migration20261124000000_signup_proof", class: Migration20261124000000_signup_proof },
   { name: "Migration20261124000100_role_sources", class: Migration20261124000100_role_sources },
   { name: "Migration20261125000000_account_changed", class: Migration20261125000000_account_changed },
+  { name: "Migration20261203000000_account_version", class: Migration20261203000000_account_version },
 ];
