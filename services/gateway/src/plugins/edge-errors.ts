@@ -82,9 +82,16 @@ export function clientErrorHandler(this: Server, error: NodeJS.ErrnoException, s
 /**
  * Node answers some requests itself, with an empty body: a HTTP/1.1 request without `Host` and an
  * `Expect` other than `100-continue`. The server is told to leave them to us (`requireHostHeader:
- * false` in app.ts) and they are answered here.
+ * false` in app.ts) and they are answered here. Also keeps each connection's client address.
  */
 export function registerHttpEdge(app: Server): void {
+  // The client's address is read as its connection is accepted, and kept by the socket: Node knows the
+  // peer only while the socket is open, and a request outlives a client that went away. Read later, after
+  // the authentication hook had awaited, `request.ip` was undefined and @fastify/rate-limit's key
+  // (`ip.toLowerCase()`) threw a TypeError, logged as a failed request.
+  app.server.on("connection", (socket: Socket) => {
+    void socket.remoteAddress;
+  });
   app.server.on("checkExpectation", (_request: IncomingMessage, response: ServerResponse) => {
     const { head, body } = rawAnswer("EXPECTATION_FAILED", "Only `Expect: 100-continue` is supported.");
     response.writeHead(417, head).end(body);

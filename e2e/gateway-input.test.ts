@@ -1,0 +1,135 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { waitFor } from "@fundraise/bus/testing";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort, serviceNodeArgs, stopProcess } from "../scripts/lib/processes.ts";
+import { type Answer, createClient } from "./client.ts";
+import {
+  createPeople,
+  expectEnvelope,
+  hexOf,
+  newContent,
+  type ProjectDto,
+  type User,
+} from "./projects-kit.ts";
+import { type SharedSystem, sharedSystem } from "./shared.ts";
+
+// Input the gateway once refused or coerced, on the running system (behaviour.md §8): long markdown in
+// UpdateMarkDown's path, GetProjects with n ≤ 0, ids in JSON bodies, and clients that go away mid-request.
+let sys: SharedSystem;
+const client = createClient(() => sys);
+const people = createPeople(() => sys, client);
+let owner: User;
+let project: ProjectDto;
+
+const as = (user: User, method: string, path: string, body?: unknown) =>
+  client.api(method, path, { token: user.token, ...(body === undefined ? {} : { body }) });
+const dto = (res: Answer) => res.body.data as ProjectDto;
+const unique = (label: string) => `${label} ${randomBytes(4).toString("hex")}`;
+
+beforeAll(async () => {
+  sys = await sharedSystem();
+  owner = await people.newUser("Base");
+  const added = await as(owner, "POST", "/Project/Add", {
+    projectName: unique("gateway input"),
+    fileHex: hexOf(newContent("gateway input", false).file),
+  });
+  expectEnvelope(added, 201);
+  project = dto(added);
+});
+
+describe("a client that goes away mid-request", () => {
+  // A second gateway on the shared system's bus, with the production default of taking the client's
+  // address from the socket (the shared gateway believes X-Forwarded-For), a Redis prefix of its own (its
+  // rate-limit counts are read below), and its log read by this test.
+  let replica: ChildProcess | undefined;
+  let replicaUrl: string;
+  let output = "";
+  const prefix = `test:${randomBytes(4).toString("hex")}:`;
+  const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
+
+  beforeAll(async () => {
+    const port = await freePort();
+    replicaUrl = `http://127.0.0.1:${port}`;
+    replica = spawn(process.execPath, serviceNodeArgs("gateway"), {
+      cwd: join(import.meta.dirname, ".."),
+      env: {
+        ...process.env,
+        AMQP_URL: sys.amqpUrl,
+        REDIS_PREFIX: prefix,
+        PORT: String(port),
+        METRICS_PORT: "0",
+        PUBLIC_BASE_URL: replicaUrl,
+        LOG_LEVEL: "info",
+        TRUST_PROXY: "false",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    replica.stdout?.on("data", (chunk) => (output += chunk));
+    replica.stderr?.on("data", (chunk) => (output += chunk));
+    // Said once it listens (a readiness poll would count against the rate limits read below).
+    await waitFor(
+      () => output.includes('"msg":"gateway listening"'),
+      60_000,
+      `the second gateway:\n${output}`,
+    );
+  });
+  afterAll(async () => {
+    if (replica) await stopProcess(replica);
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  });
+
+  /** Writes a request, then half-closes the socket or destroys it; resolves once it closed. */
+  function goAway(request: string, how: "end" | "destroy"): Promise<void> {
+    const { hostname, port } = new URL(replicaUrl);
+    return new Promise((resolve) => {
+      const socket = connect(Number(port), hostname, () => {
+        socket.write(request, () => (how === "end" ? socket.end() : socket.destroy()));
+      });
+      socket.on("error", () => undefined);
+      socket.resume();
+      socket.on("close", () => resolve());
+    });
+  }
+
+  it("is counted by the rate limiter and logs no error (no TypeError); the gateway serves on", async () => {
+    const auth = `Authorization: Bearer ${owner.token}`;
+    const invite = JSON.stringify({ projectID: project.projectID, username: "nobody-here", role: "Editor" });
+    const requests: [string, string][] = [
+      [`GET /user/get HTTP/1.1\r\nHost: x\r\n${auth}\r\n\r\n`, "127.0.0.1"],
+      [`GET /Project/Get/${project.projectID} HTTP/1.1\r\nHost: x\r\n${auth}\r\n\r\n`, "127.0.0.1"],
+      [
+        `PUT /User/Invite HTTP/1.1\r\nHost: x\r\n${auth}\r\nContent-Type: application/json\r\nContent-Length: ${invite.length}\r\n\r\n${invite}`,
+        "127.0.0.1",
+      ],
+      [
+        `GET /Authentication/GetNonce/${owner.wallet.address} HTTP/1.1\r\nHost: x\r\n${auth}\r\n\r\n`,
+        "GET/Authentication/GetNonce/:address-127.0.0.1",
+      ],
+    ];
+    const expected = new Map<string, number>();
+    for (const [request, key] of requests) {
+      for (const how of ["end", "destroy"] as const) await goAway(request, how);
+      expected.set(key, (expected.get(key) ?? 0) + 2);
+    }
+    const errors = () => output.split("\n").filter((line) => /"level":"(error|fatal)"|TypeError/.test(line));
+    const allCounted = async () => {
+      for (const [key, n] of expected)
+        if (Number((await redis.get(`${prefix}rl:${key}`)) ?? 0) !== n) return false;
+      return true;
+    };
+    // Every request went past the rate limit, or one of them failed there.
+    await waitFor(async () => errors().length > 0 || (await allCounted()), 20_000, "the requests' counts");
+    expect(errors()).toEqual([]);
+
+    const me = await fetch(`${replicaUrl}/user/get`, { headers: { authorization: `Bearer ${owner.token}` } });
+    expect(me.status).toBe(200);
+    expect(((await me.json()) as { data: { id: number } }).data.id).toBe(owner.id);
+    expect(errors()).toEqual([]);
+  });
+});
