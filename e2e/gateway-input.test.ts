@@ -41,6 +41,48 @@ beforeAll(async () => {
   project = dto(added);
 });
 
+describe("GET /Project/GetProjects/{n}: any int32, n ≤ 0 an empty list", () => {
+  it("answers 200 with [] for 0, -0, -1 and the smallest int32", async () => {
+    for (const n of ["0", "-0", "-1", "-2147483648"]) {
+      const res = await client.api("GET", `/Project/GetProjects/${n}`, { authorization: "Bearer undefined" });
+      expectEnvelope(res, 200, n);
+      expect(res.body.data, n).toEqual([]);
+    }
+    const some = await as(owner, "GET", "/Project/GetProjects/5");
+    expectEnvelope(some, 200);
+    expect((some.body.data as unknown[]).length).toBeLessThanOrEqual(5);
+  });
+
+  it("still refuses what is not a plain decimal int32 with 400", async () => {
+    for (const n of [
+      "1e1",
+      "%2B5",
+      "%205",
+      "0x10",
+      "5.0",
+      "-2147483649",
+      "2147483648",
+      "--1",
+      "-",
+      "-%205",
+    ]) {
+      const res = await client.api("GET", `/Project/GetProjects/${n}`);
+      expectEnvelope(res, 400, n);
+      expect(res.body.message, n).toBe(
+        "Invalid params: /numberOfProjects must be a plain decimal integer from -2147483648 to 2147483647.",
+      );
+    }
+  });
+
+  it("keeps project ids unsigned: Get/-1 is 400", async () => {
+    const res = await client.api("GET", "/Project/Get/-1");
+    expectEnvelope(res, 400);
+    expect(res.body.message).toBe(
+      "Invalid params: /id must be a plain decimal integer from 0 to 2147483647.",
+    );
+  });
+});
+
 describe("a client that goes away mid-request", () => {
   // A second gateway on the shared system's bus, with the production default of taking the client's
   // address from the socket (the shared gateway believes X-Forwarded-For), a Redis prefix of its own (its

@@ -4,25 +4,54 @@ import Fastify from "fastify";
 import Type from "typebox";
 import { describe, expect, it } from "vitest";
 import { registerErrorHandling } from "./error-handler.ts";
-import { INT32_MAX, numberKindOf, plainNumberProblem, registerPlainNumbers } from "./plain-numbers.ts";
+import {
+  INT32_MAX,
+  INT32_MIN,
+  numberKindOf,
+  plainNumberProblem,
+  registerPlainNumbers,
+} from "./plain-numbers.ts";
 
 describe("plain decimal numbers", () => {
   it("tells integer and number fields apart, through nullable unions", () => {
     expect(numberKindOf(Type.Integer())).toBe("integer");
     expect(numberKindOf(Type.Number())).toBe("number");
     expect(numberKindOf(Type.Union([Type.Null(), Type.Integer()]))).toBe("integer");
+    expect(numberKindOf(Type.Integer({ minimum: 0 }))).toBe("integer");
+    expect(numberKindOf(Type.Integer({ minimum: -5 }))).toBe("signed");
+    expect(numberKindOf(Type.Union([Type.Null(), Type.Integer({ minimum: -1 })]))).toBe("signed");
     expect(numberKindOf(Type.Union([Type.Integer(), Type.Number()]))).toBe("number");
     expect(numberKindOf(Type.Union([Type.Integer(), Type.String()]))).toBeUndefined();
     expect(numberKindOf(Type.String())).toBeUndefined();
     expect(numberKindOf(Type.Boolean())).toBeUndefined();
   });
 
-  it("accepts digits within int32 for integers, and one decimal point for numbers", () => {
+  it("accepts digits within int32 for integers, a leading minus for signed ones, and one decimal point for numbers", () => {
     for (const ok of ["0", "5", "0005", String(INT32_MAX)])
       expect(plainNumberProblem(ok, "integer")).toBeUndefined();
     for (const bad of ["1e1", "0x10", "+5", " 5", "5 ", "5.0", "-1", "", "2147483648", "12345678901"]) {
       expect(plainNumberProblem(bad, "integer"), bad).toBe(
         `must be a plain decimal integer from 0 to ${INT32_MAX}`,
+      );
+    }
+    for (const ok of ["0", "-0", "5", "-1", "-0005", String(INT32_MIN), String(INT32_MAX)])
+      expect(plainNumberProblem(ok, "signed"), ok).toBeUndefined();
+    for (const bad of [
+      "1e1",
+      "-1e1",
+      "+5",
+      "-+5",
+      " 5",
+      "- 5",
+      "5.0",
+      "--1",
+      "-",
+      "",
+      "-2147483649",
+      "2147483648",
+    ]) {
+      expect(plainNumberProblem(bad, "signed"), bad).toBe(
+        `must be a plain decimal integer from ${INT32_MIN} to ${INT32_MAX}`,
       );
     }
     for (const ok of ["0", "5", "4.5", "5.0"]) expect(plainNumberProblem(ok, "number")).toBeUndefined();

@@ -8,32 +8,41 @@ import { preValidationWhere } from "./route-hooks.ts";
  * coerces types for JSON bodies (`"projectID": "5"` must work), and coercion would read `1e1`, `0x10`,
  * `+5` or ` 5` as numbers too. A coerced id once deleted the wrong user, so these are refused here,
  * before validation, for every integer or number field of every route's `params` and `querystring`.
+ * Integers are unsigned unless their schema allows a negative minimum (`GetProjects/{n}`): then a
+ * leading `-` is taken, still within int32.
  */
 export const INT32_MAX = 2_147_483_647;
+export const INT32_MIN = -2_147_483_648;
 const PLAIN_INTEGER = /^[0-9]{1,10}$/;
+const PLAIN_SIGNED = /^-?[0-9]{1,10}$/;
 const PLAIN_DECIMAL = /^[0-9]{1,10}(?:\.[0-9]{1,10})?$/;
+const INTEGER_PROBLEM = `must be a plain decimal integer from 0 to ${INT32_MAX}`;
+const SIGNED_PROBLEM = `must be a plain decimal integer from ${INT32_MIN} to ${INT32_MAX}`;
 
-export type NumberKind = "integer" | "number";
+/** `signed`: an integer whose schema allows negatives; `integer`: one that does not. */
+export type NumberKind = "integer" | "signed" | "number";
+const isInteger = (kind: NumberKind | undefined) => kind === "integer" || kind === "signed";
 
 type JsonSchema = {
   type?: unknown;
+  minimum?: number;
   properties?: Record<string, JsonSchema>;
   anyOf?: JsonSchema[];
   oneOf?: JsonSchema[];
 };
 
-/** `integer` or `number` when every non-null branch of the schema is one; undefined otherwise. */
+/** `integer`, `signed` or `number` when every non-null branch of the schema is one; undefined otherwise. */
 export function numberKindOf(schema: JsonSchema): NumberKind | undefined {
   const types = [schema.type].flat().filter((t) => t !== undefined && t !== "null");
   if (types.length > 0) {
-    if (types.every((t) => t === "integer")) return "integer";
+    if (types.every((t) => t === "integer")) return (schema.minimum ?? 0) < 0 ? "signed" : "integer";
     if (types.every((t) => t === "integer" || t === "number")) return "number";
     return undefined;
   }
   const branches = [...(schema.anyOf ?? []), ...(schema.oneOf ?? [])].filter((b) => b.type !== "null");
   if (branches.length === 0) return undefined;
   const kinds = branches.map(numberKindOf);
-  if (kinds.every((k) => k === "integer")) return "integer";
+  if (kinds.every(isInteger)) return kinds.includes("signed") ? "signed" : "integer";
   if (kinds.every((k) => k !== undefined)) return "number";
   return undefined;
 }
@@ -56,12 +65,16 @@ export function numericFieldsOf(schema: JsonSchema | undefined): [string, Number
 
 /** What is wrong with a raw path or query value, or undefined when it is a plain decimal. */
 export function plainNumberProblem(raw: string, kind: NumberKind): string | undefined {
-  if (kind === "integer") {
-    return PLAIN_INTEGER.test(raw) && Number(raw) <= INT32_MAX
-      ? undefined
-      : `must be a plain decimal integer from 0 to ${INT32_MAX}`;
+  switch (kind) {
+    case "integer":
+      return PLAIN_INTEGER.test(raw) && Number(raw) <= INT32_MAX ? undefined : INTEGER_PROBLEM;
+    case "signed":
+      return PLAIN_SIGNED.test(raw) && Number(raw) >= INT32_MIN && Number(raw) <= INT32_MAX
+        ? undefined
+        : SIGNED_PROBLEM;
+    default:
+      return PLAIN_DECIMAL.test(raw) ? undefined : "must be a plain decimal number";
   }
-  return PLAIN_DECIMAL.test(raw) ? undefined : "must be a plain decimal number";
 }
 
 /** Checks the path and query numbers of the routes that have any (route-hooks.ts). */
