@@ -23,16 +23,22 @@ let sys: SharedSystem;
 const client = createClient(() => sys);
 const people = createPeople(() => sys, client);
 let owner: User;
+let invitee: User;
 let project: ProjectDto;
 
 const as = (user: User, method: string, path: string, body?: unknown) =>
   client.api(method, path, { token: user.token, ...(body === undefined ? {} : { body }) });
 const dto = (res: Answer) => res.body.data as ProjectDto;
 const unique = (label: string) => `${label} ${randomBytes(4).toString("hex")}`;
+const read = async () => {
+  const res = await as(owner, "GET", `/Project/Get/${project.projectID}`);
+  expectEnvelope(res, 200);
+  return dto(res);
+};
 
 beforeAll(async () => {
   sys = await sharedSystem();
-  owner = await people.newUser("Base");
+  [owner, invitee] = await Promise.all([people.newUser("Base"), people.newUser("Base")]);
   const added = await as(owner, "POST", "/Project/Add", {
     projectName: unique("gateway input"),
     fileHex: hexOf(newContent("gateway input", false).file),
@@ -80,6 +86,120 @@ describe("GET /Project/GetProjects/{n}: any int32, n ≤ 0 an empty list", () =>
     expect(res.body.message).toBe(
       "Invalid params: /id must be a plain decimal integer from 0 to 2147483647.",
     );
+  });
+});
+
+describe("ids in JSON bodies are plain decimal integers", () => {
+  const problem = "must be a plain decimal integer from 0 to 2147483647";
+  const coerced = (id: number): unknown[] => [
+    `0x${id.toString(16)}`,
+    ` ${id}`,
+    `${id} `,
+    `${id}e0`,
+    `${id}.0`,
+    `+${id}`,
+    `${id}abc`,
+    "",
+    "２",
+    true,
+    false,
+    -id,
+    2_147_483_648,
+    "2147483648",
+    [id],
+    { id },
+  ];
+
+  it("Update refuses each coerced form in every key casing, and changes nothing; '282' and 282 work", async () => {
+    const id = project.projectID;
+    const before = await read();
+    for (const key of ["projectID", "ProjectID", "projectId", "projectid"]) {
+      for (const value of coerced(id)) {
+        const what = `${key}: ${JSON.stringify(value)}`;
+        const res = await as(owner, "PUT", "/Project/Update/", {
+          [key]: value,
+          projectName: unique("coerced"),
+        });
+        expectEnvelope(res, 400, what);
+        expect(res.body.message, what).toBe(`Invalid body: /projectID ${problem}.`);
+      }
+    }
+    expect(await read()).toEqual(before);
+    // The web client sends numbers as strings too.
+    const name = unique("renamed");
+    expectEnvelope(
+      await as(owner, "PUT", "/Project/Update/", { ProjectID: String(id), ProjectName: name }),
+      200,
+    );
+    expect((await read()).projectName).toBe(name);
+    const again = unique("renamed again");
+    expectEnvelope(await as(owner, "PUT", "/Project/Update/", { projectID: id, projectName: again }), 200);
+    expect((await read()).projectName).toBe(again);
+  });
+
+  it("invite, invitationreply and removecollab refuse them too; the plain forms work", async () => {
+    const id = project.projectID;
+    const invitations = async () => {
+      const res = await as(invitee, "GET", "/Project/GetAllInvitations");
+      expectEnvelope(res, 200);
+      return (res.body.data as ProjectDto[]).map((p) => p.projectID);
+    };
+    const memberships = async () => {
+      const res = await as(invitee, "GET", "/Project/GetAllPermissioned/false");
+      expectEnvelope(res, 200);
+      return (res.body.data as ProjectDto[]).map((p) => p.projectID);
+    };
+    for (const value of coerced(id)) {
+      const res = await as(owner, "PUT", "/User/Invite/", {
+        ProjectId: value,
+        username: invitee.username,
+        role: "Editor",
+      });
+      expectEnvelope(res, 400, JSON.stringify(value));
+      expect(res.body.message).toBe(`Invalid body: /projectID ${problem}.`);
+    }
+    expect(await invitations()).toEqual([]);
+    expectEnvelope(
+      await as(owner, "PUT", "/User/Invite/", {
+        projectID: String(id),
+        username: invitee.username,
+        role: "Editor",
+      }),
+      201,
+    );
+    expect(await invitations()).toEqual([id]);
+
+    for (const value of coerced(id)) {
+      const res = await as(invitee, "POST", "/User/InvitationReply", {
+        projectid: value,
+        Username: invitee.username,
+        Role: "Editor",
+        IsAccepted: true,
+      });
+      expectEnvelope(res, 400, JSON.stringify(value));
+      expect(res.body.message).toBe(`Invalid body: /projectID ${problem}.`);
+    }
+    expect(await invitations()).toEqual([id]);
+    expectEnvelope(
+      await as(invitee, "POST", "/User/InvitationReply", {
+        projectID: String(id),
+        Username: invitee.username,
+        Role: "Editor",
+        IsAccepted: true,
+      }),
+      200,
+    );
+    expect(await memberships()).toEqual([id]);
+
+    for (const value of coerced(id)) {
+      const res = await as(owner, "DELETE", "/user/removecollab", {
+        PROJECTID: value,
+        username: invitee.username,
+      });
+      expectEnvelope(res, 400, JSON.stringify(value));
+      expect(res.body.message).toBe(`Invalid body: /projectID ${problem}.`);
+    }
+    expect(await memberships()).toEqual([id]);
   });
 });
 

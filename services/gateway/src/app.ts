@@ -96,6 +96,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Server> {
   });
   await registerOpenApi(app, config.publicBaseUrl);
   registerWireFormat(app);
+  // After it: body numbers are checked under the keys' schema spelling, whatever the client's casing.
   registerPlainNumbers(app);
   registerAuth(
     app,

@@ -2,14 +2,16 @@ import { ErrorCode, errors } from "@fundraise/protocol";
 import type { FastifySchema } from "fastify";
 import type { Server } from "../server.ts";
 import { preValidationWhere } from "./route-hooks.ts";
+import { itemsOf, objectShapeOf } from "./wire.ts";
 
 /**
- * Numbers in the path and the query string are plain decimals (behaviour.md §7): the validator
- * coerces types for JSON bodies (`"projectID": "5"` must work), and coercion would read `1e1`, `0x10`,
- * `+5` or ` 5` as numbers too. A coerced id once deleted the wrong user, so these are refused here,
- * before validation, for every integer or number field of every route's `params` and `querystring`.
- * Integers are unsigned unless their schema allows a negative minimum (`GetProjects/{n}`): then a
- * leading `-` is taken, still within int32.
+ * Numbers in the path, the query string and JSON bodies are plain decimals (behaviour.md §7, §8): the
+ * validator coerces types (`"projectID": "5"` must work in a body, and a path is text), and coercion would
+ * read `1e1`, `0x10`, `+5`, ` 5` or `true` as numbers too. A coerced id once deleted the wrong user, so
+ * these are refused here, before validation, for every integer or number field of every route's `params`,
+ * `querystring` and `body` (at any depth). In a body, a JSON number must be an integer in range where an
+ * integer is asked; a string must be as in a path. Integers are unsigned unless their schema allows a
+ * negative minimum (`GetProjects/{n}`): then a leading `-` is taken, still within int32.
  */
 export const INT32_MAX = 2_147_483_647;
 export const INT32_MIN = -2_147_483_648;
@@ -27,8 +29,10 @@ type JsonSchema = {
   type?: unknown;
   minimum?: number;
   properties?: Record<string, JsonSchema>;
+  allOf?: JsonSchema[];
   anyOf?: JsonSchema[];
   oneOf?: JsonSchema[];
+  items?: JsonSchema;
 };
 
 /** `integer`, `signed` or `number` when every non-null branch of the schema is one; undefined otherwise. */
@@ -77,11 +81,70 @@ export function plainNumberProblem(raw: string, kind: NumberKind): string | unde
   }
 }
 
-/** Checks the path and query numbers of the routes that have any (route-hooks.ts). */
+const PROBLEM: Record<NumberKind, string> = {
+  integer: INTEGER_PROBLEM,
+  signed: SIGNED_PROBLEM,
+  number: "must be a plain decimal number",
+};
+
+/** What is wrong with a JSON value of a numeric body field, or undefined when it is plain. */
+export function jsonNumberProblem(value: unknown, kind: NumberKind): string | undefined {
+  if (typeof value === "string") return plainNumberProblem(value, kind);
+  if (typeof value !== "number") return PROBLEM[kind]; // true, [5], {...}
+  if (kind === "number") return undefined;
+  const min = kind === "signed" ? INT32_MIN : 0;
+  return Number.isInteger(value) && value >= min && value <= INT32_MAX ? undefined : PROBLEM[kind];
+}
+
+/** Whether a body schema has a numeric field anywhere. */
+function hasBodyNumbers(schema: JsonSchema | undefined): boolean {
+  if (!schema) return false;
+  if (numberKindOf(schema)) return true;
+  const items = itemsOf(schema);
+  if (items && hasBodyNumbers(items)) return true;
+  return [...(objectShapeOf(schema)?.properties.values() ?? [])].some(hasBodyNumbers);
+}
+
+/**
+ * The first numeric field of a body value (its keys already in the schema's spelling, plugins/wire.ts)
+ * that is not plain: its JSON-pointer path and the problem. Null and absent fields are the validator's.
+ */
+export function bodyNumberProblem(
+  value: unknown,
+  schema: JsonSchema,
+  path = "",
+): [string, string] | undefined {
+  if (value === undefined || value === null) return undefined;
+  const kind = numberKindOf(schema);
+  if (kind) {
+    const problem = jsonNumberProblem(value, kind);
+    return problem ? [path || "/", problem] : undefined;
+  }
+  if (typeof value !== "object") return undefined;
+  if (Array.isArray(value)) {
+    const items = itemsOf(schema);
+    if (!items) return undefined;
+    for (const [i, item] of value.entries()) {
+      const found = bodyNumberProblem(item, items, `${path}/${i}`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  for (const [name, property] of objectShapeOf(schema)?.properties ?? []) {
+    if (!Object.hasOwn(value, name)) continue;
+    const found = bodyNumberProblem((value as Record<string, unknown>)[name], property, `${path}/${name}`);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** Checks the path, query and body numbers of the routes that have any (route-hooks.ts). */
 export function registerPlainNumbers(app: Server): void {
   const hasNumbers = (schema: FastifySchema | undefined) =>
     numericFieldsOf(schema?.params as JsonSchema | undefined).length > 0 ||
-    numericFieldsOf(schema?.querystring as JsonSchema | undefined).length > 0;
+    numericFieldsOf(schema?.querystring as JsonSchema | undefined).length > 0 ||
+    hasBodyNumbers(schema?.body as JsonSchema | undefined);
+  // Registered after the wire format's hook (app.ts): body keys are in the schema's spelling here.
   preValidationWhere(
     app,
     (route) => hasNumbers(route.schema),
@@ -103,6 +166,12 @@ export function registerPlainNumbers(app: Server): void {
             }
           }
         }
+      }
+      const bodySchema = schema?.body as JsonSchema | undefined;
+      const found = bodySchema && bodyNumberProblem(request.body, bodySchema);
+      if (found) {
+        done(errors.validation(ErrorCode.VALIDATION_FAILED, `Invalid body: ${found[0]} ${found[1]}.`));
+        return;
       }
       done();
     },
