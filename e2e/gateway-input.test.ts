@@ -47,6 +47,124 @@ beforeAll(async () => {
   project = dto(added);
 });
 
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Writes `request` as is to `url`'s host and reads the answer until the server closes the connection. */
+function raw(url: string, request: string): Promise<RawAnswer> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(request));
+    let text = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk) => {
+      text += chunk;
+    });
+    // The server may reset a connection it refused while we still write: what arrived counts.
+    socket.on("error", () => undefined);
+    socket.on("close", () => {
+      const [head = "", body = ""] = text.split("\r\n\r\n");
+      const [statusLine = "", ...lines] = head.split("\r\n");
+      const status = Number(statusLine.split(" ")[1]);
+      if (!status) reject(new Error(`no HTTP answer: ${JSON.stringify(text.slice(0, 200))}`));
+      const headers = Object.fromEntries(
+        lines.map((line) => [
+          line.slice(0, line.indexOf(":")).toLowerCase(),
+          line.slice(line.indexOf(":") + 1).trim(),
+        ]),
+      );
+      resolve({ status, headers, body });
+    });
+  });
+}
+
+describe("long markdown in PUT /Project/UpdateMarkDown/{id}/{markdown} (URLs up to 16 KB)", () => {
+  const URL_LIMIT = 16_384;
+  // Non-ASCII, line breaks, and every character that means something in a URL, encoded.
+  const PIECE =
+    "# Título — ünïcödé 日本語 🚀\nA line / with a slash, #hash, ?query, &and=1, 100% + plus; semi\r\n\ttab\n";
+  const path = (encoded: string) => `/Project/UpdateMarkDown/${project.projectID}/${encoded}`;
+  /** Text whose request path is exactly `length` bytes: PIECE's, padded with ASCII. */
+  const textForPathOf = (length: number) => {
+    const text = PIECE.repeat(Math.floor((length - path("").length) / encodeURIComponent(PIECE).length));
+    return text + "x".repeat(length - path(encodeURIComponent(text)).length);
+  };
+
+  it("stores several KB of URL-encoded text exactly as decoded, as the web client sends it", async () => {
+    const text = PIECE.repeat(40);
+    expect(encodeURIComponent(text).length).toBeGreaterThan(8_000);
+    const res = await as(owner, "PUT", path(encodeURIComponent(text)));
+    expectEnvelope(res, 200);
+    expect(dto(res).markDown).toBe(text);
+    expect((await read()).markDown).toBe(text);
+  });
+
+  it("takes a URL of exactly 16384 bytes; one byte more is 414 in the envelope and changes nothing", async () => {
+    const text = textForPathOf(URL_LIMIT);
+    expect(path(encodeURIComponent(text)).length).toBe(URL_LIMIT);
+    expectEnvelope(await as(owner, "PUT", path(encodeURIComponent(text))), 200);
+    expect((await read()).markDown).toBe(text);
+
+    const over = textForPathOf(URL_LIMIT + 1);
+    expect(path(encodeURIComponent(over)).length).toBe(URL_LIMIT + 1);
+    const res = await as(owner, "PUT", path(encodeURIComponent(over)));
+    expectEnvelope(res, 414);
+    expect(res.body.message).toBe(`The URL is longer than ${URL_LIMIT} bytes.`);
+    expect((await read()).markDown).toBe(text);
+  });
+
+  it("answers 414 in the envelope however far over the limit, the path or the query string", async () => {
+    const before = (await read()).markDown;
+    for (const url of [
+      path("y".repeat(20_000)),
+      `/Project/Get/All?withHex=false&pad=${"z".repeat(20_000)}`,
+      `/NoSuchRoute/${"q".repeat(20_000)}`,
+    ]) {
+      const res = await as(owner, "PUT", url);
+      expectEnvelope(res, 414, url.slice(0, 40));
+      expect(res.body.message).toBe(`The URL is longer than ${URL_LIMIT} bytes.`);
+    }
+    // Beyond what Node's parser takes at all (a request head over 32 KB), on a socket of its own.
+    const huge = await raw(
+      sys.gatewayUrl,
+      `PUT ${path("w".repeat(100_000))} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${owner.token}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(huge.status).toBe(414);
+    expect(huge.headers["content-type"]).toBe("application/json; charset=utf-8");
+    expect(JSON.parse(huge.body)).toEqual({
+      data: null,
+      success: false,
+      message: `The URL is longer than ${URL_LIMIT} bytes.`,
+    });
+    expect((await read()).markDown).toBe(before);
+  });
+
+  it("still takes the JSON body {markDown} over a long path", async () => {
+    const res = await as(owner, "PUT", path(encodeURIComponent(PIECE.repeat(30))), {
+      markDown: "from the body",
+    });
+    expectEnvelope(res, 200);
+    expect((await read()).markDown).toBe("from the body");
+  });
+
+  it("refuses headers over 16 KB with 431 in the envelope", async () => {
+    const res = await client.api("GET", "/user/learnusercount", {
+      authorization: `Bearer ${"h".repeat(20_000)}`,
+    });
+    expectEnvelope(res, 431);
+    expect(res.body.message).toBe("The request headers are too large.");
+    const huge = await raw(
+      sys.gatewayUrl,
+      `GET /user/learnusercount HTTP/1.1\r\nHost: x\r\nX-Pad: ${"p".repeat(100_000)}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(huge.status).toBe(431);
+    expect(JSON.parse(huge.body).message).toBe("The request headers are too large.");
+  });
+});
+
 describe("GET /Project/GetProjects/{n}: any int32, n ≤ 0 an empty list", () => {
   it("answers 200 with [] for 0, -0, -1 and the smallest int32", async () => {
     for (const n of ["0", "-0", "-1", "-2147483648"]) {
