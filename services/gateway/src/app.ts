@@ -9,7 +9,13 @@ import type { Redis } from "ioredis";
 import type { GatewayConfig } from "./config.ts";
 import { createTokenVerifier, registerAuth, type TokenVerifier } from "./plugins/auth.ts";
 import { registerCors } from "./plugins/cors.ts";
-import { clientErrorHandler, frameworkErrors, registerHttpEdge } from "./plugins/edge-errors.ts";
+import {
+  clientErrorHandler,
+  frameworkErrors,
+  HTTP_MAX_HEADER_SIZE,
+  registerHttpEdge,
+  URL_LIMIT,
+} from "./plugins/edge-errors.ts";
 import { registerErrorHandling } from "./plugins/error-handler.ts";
 import { createMetrics, type GatewayMetrics, observeRequests } from "./plugins/metrics.ts";
 import { registerOpenApi } from "./plugins/openapi.ts";
@@ -54,7 +60,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<Server> {
   const { config, bus, redis } = deps;
   const app = Fastify({
     loggerInstance: deps.log,
-    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true },
+    // A URL up to URL_LIMIT, whatever its parts; past it, 414 in the envelope (plugins/edge-errors.ts).
+    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: URL_LIMIT },
     bodyLimit: config.http.bodyLimit,
     trustProxy: config.trustProxy,
     // A caller's request id travels on across every hop when it looks sane.
@@ -66,7 +73,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Server> {
     // Router and HTTP-server errors answer the envelope too (plugins/edge-errors.ts).
     frameworkErrors,
     clientErrorHandler,
-    http: { requireHostHeader: false },
+    http: { requireHostHeader: false, maxHeaderSize: HTTP_MAX_HEADER_SIZE },
     ajv: {
       customOptions: { coerceTypes: true, useDefaults: true, removeAdditional: false, allErrors: false },
     },
@@ -96,6 +103,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Server> {
   });
   await registerOpenApi(app, config.publicBaseUrl);
   registerWireFormat(app);
+  // After it: body numbers are checked under the keys' schema spelling, whatever the client's casing.
   registerPlainNumbers(app);
   registerAuth(
     app,

@@ -1,5 +1,7 @@
 import { connect } from "node:net";
+import { ErrorCode, errors, ProjectsRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HEADERS_LIMIT, URL_LIMIT, urlOverflowed } from "./plugins/edge-errors.ts";
 import { createHarness, type Harness } from "./test/harness.ts";
 
 // Answers made below the routes (router, HTTP parser) are the envelope too. Some can only be produced
@@ -50,12 +52,53 @@ function raw(request: string): Promise<RawAnswer> {
 const envelope = (message: string) => ({ data: null, success: false, message });
 
 describe("errors below the routes answer the envelope", () => {
-  it("414 for a path parameter over the router's length limit", async () => {
-    const res = await h.app.inject(`/Authentication/GetNonce/0x${"a".repeat(200)}`);
-    expect(res.statusCode).toBe(414);
-    expect(res.headers["x-error-code"]).toBe("FST_ERR_MAX_PARAM_LENGTH");
-    expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
-    expect(res.json()).toEqual(envelope("A path segment is too long."));
+  it("414 for a URL over 16384 bytes: a path parameter past the router's limit, or any URL", async () => {
+    for (const [url, code] of [
+      [`/Authentication/GetNonce/0x${"a".repeat(URL_LIMIT)}`, "FST_ERR_MAX_PARAM_LENGTH"],
+      [`/healthz?pad=${"a".repeat(URL_LIMIT)}`, "URL_TOO_LONG"],
+      [`/no/such/route/${"a".repeat(URL_LIMIT)}`, "URL_TOO_LONG"],
+      [`/healthz?pad=${"a".repeat(URL_LIMIT - "/healthz?pad=".length + 1)}`, "URL_TOO_LONG"],
+    ]) {
+      const res = await h.app.inject(url as string);
+      expect(res.statusCode, code).toBe(414);
+      expect(res.headers["x-error-code"]).toBe(code);
+      expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
+      expect(res.headers["x-content-type-options"]).toBe("nosniff");
+      expect(res.headers["cache-control"]).toBe("no-store");
+      expect(res.json()).toEqual(envelope(`The URL is longer than ${URL_LIMIT} bytes.`));
+    }
+  });
+
+  it("serves a URL of exactly 16384 bytes, and a path segment of several KB (no more 414 past 100)", async () => {
+    const exact = await h.app.inject(`/healthz?pad=${"a".repeat(URL_LIMIT - "/healthz?pad=".length)}`);
+    expect(exact.statusCode).toBe(200);
+    const address = await h.app.inject(`/Authentication/GetNonce/0x${"a".repeat(5_000)}`);
+    expect(address.statusCode).toBe(400);
+  });
+
+  it("gives UpdateMarkDown's service the markdown exactly as decoded from several KB of path", async () => {
+    const sent: string[] = [];
+    await h.bus.serve(ProjectsRpc.updateMarkdown, async (request) => {
+      sent.push(request.markDown);
+      throw errors.notFound(ErrorCode.PROJECT_NOT_FOUND, "No such project.");
+    });
+    const text = "# Título 日本語 🚀\nslash / hash # query ? amp & 100% plus + semi ;\r\n\ttab\n".repeat(60);
+    const res = await h.app.inject({
+      method: "PUT",
+      url: `/Project/UpdateMarkDown/7/${encodeURIComponent(text)}`,
+      headers: { authorization: `Bearer ${await h.signer.sign({ userId: 5, role: "Base" })}` },
+    });
+    expect(res.statusCode).toBe(404);
+    expect(sent).toEqual([text]);
+  });
+
+  it("431 in the envelope for headers over 16384 bytes, however long the URL is not", async () => {
+    // Header bytes count names and values, as Node's parser does; inject adds a few of its own.
+    const res = await h.app.inject({ url: "/healthz", headers: { "x-pad": "a".repeat(HEADERS_LIMIT) } });
+    expect(res.statusCode).toBe(431);
+    expect(res.headers["x-error-code"]).toBe("HEADERS_TOO_LARGE");
+    expect(res.headers["x-content-type-options"]).toBe("nosniff");
+    expect(res.json()).toEqual(envelope("The request headers are too large."));
   });
 
   it("400 for a malformed percent-encoding", async () => {
@@ -89,6 +132,33 @@ describe("errors below the routes answer the envelope", () => {
     expect(JSON.parse(res.body)).toEqual(envelope("The request headers are too large."));
   });
 
+  it("takes a URL and headers of 16384 bytes each on a socket (Node's parser counts them together)", async () => {
+    const url = `/healthz?pad=${"u".repeat(URL_LIMIT - "/healthz?pad=".length)}`;
+    // Host, x, X-Pad, Connection, close: 25 bytes besides the pad.
+    const pad = "h".repeat(HEADERS_LIMIT - 25);
+    const res = await raw(`GET ${url} HTTP/1.1\r\nHost: x\r\nX-Pad: ${pad}\r\nConnection: close\r\n\r\n`);
+    expect(res.status).toBe(200);
+    const over = await raw(`GET ${url}u HTTP/1.1\r\nHost: x\r\nX-Pad: ${pad}\r\nConnection: close\r\n\r\n`);
+    expect(over.status).toBe(414);
+    expect(JSON.parse(over.body)).toEqual(envelope(`The URL is longer than ${URL_LIMIT} bytes.`));
+    const more = await raw(`GET ${url} HTTP/1.1\r\nHost: x\r\nX-Pad: ${pad}h\r\nConnection: close\r\n\r\n`);
+    expect(more.status).toBe(431);
+    expect(JSON.parse(more.body)).toEqual(envelope("The request headers are too large."));
+  });
+
+  it("414 from the HTTP parser's error for a request line past what it takes at all", async () => {
+    for (const length of [40_000, 100_000]) {
+      const res = await raw(
+        `GET /healthz?pad=${"a".repeat(length)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      );
+      expect(res.status, String(length)).toBe(414);
+      expect(res.headers["x-error-code"]).toBe("URL_TOO_LONG");
+      expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
+      expect(res.headers["x-content-type-options"]).toBe("nosniff");
+      expect(JSON.parse(res.body)).toEqual(envelope(`The URL is longer than ${URL_LIMIT} bytes.`));
+    }
+  });
+
   it("400 for bytes that are not HTTP", async () => {
     const res = await raw("HELLO?\r\n\r\n");
     expect(res.status).toBe(400);
@@ -117,5 +187,32 @@ describe("errors below the routes answer the envelope", () => {
     const res = await raw("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body)).toEqual({ data: "ok", success: true, message: null });
+  });
+});
+
+describe("which part of a request overflowed the HTTP parser", () => {
+  const error = (packet: string, bytesParsed?: number) =>
+    Object.assign(new Error("Parse Error: Header overflow"), {
+      code: "HPE_HEADER_OVERFLOW",
+      rawPacket: Buffer.from(packet, "latin1"),
+      ...(bytesParsed === undefined ? {} : { bytesParsed }),
+    });
+  const long = `/${"a".repeat(URL_LIMIT)}`;
+
+  it("the URL when the parser stopped in the request line, or the line's target is over the limit", () => {
+    expect(urlOverflowed(error("GET /aaaaaaaa", 13))).toBe(true);
+    expect(urlOverflowed(error("PUT /aaaa HTTP/1.1\r\nHost: x\r\n", 9))).toBe(true);
+    expect(urlOverflowed(error("M-SEARCH /aaaa"))).toBe(true);
+    const headers = `GET ${long} HTTP/1.1\r\nX-Pad: aaaa`;
+    expect(urlOverflowed(error(headers, headers.length))).toBe(true);
+  });
+
+  it("the headers otherwise, or when it cannot tell (the request began in an earlier chunk)", () => {
+    expect(urlOverflowed(error("GET / HTTP/1.1\r\nX-Pad: aaaa", 28))).toBe(false);
+    const exact = `GET ${long.slice(1)} HTTP/1.1\r\nX-Pad: aaaa`;
+    expect(urlOverflowed(error(exact, exact.length))).toBe(false);
+    expect(urlOverflowed(error("aaaaaaaaaaaa", 12))).toBe(false);
+    expect(urlOverflowed(error(" GET /aaaa", 10))).toBe(false);
+    expect(urlOverflowed(Object.assign(new Error("x"), { code: "HPE_HEADER_OVERFLOW" }))).toBe(false);
   });
 });

@@ -8,10 +8,25 @@ import { BASELINE_HEADERS } from "./security.ts";
 
 /**
  * Answers made below the routes, by fastify's router or by Node's HTTP server itself, in the envelope
- * like every other answer: a path parameter over `maxParamLength` (414), a malformed percent-encoding
- * (400), headers over `maxHeaderSize` (431), a request that is not HTTP (400), no `Host` (400), an
- * `Expect` the server does not meet (417).
+ * like every other answer: a URL over `URL_LIMIT` (414), a malformed percent-encoding (400), headers over
+ * `HEADERS_LIMIT` (431), a request that is not HTTP (400), no `Host` (400), an `Expect` the server does
+ * not meet (417).
  */
+
+/**
+ * The longest request target (path and query) served, in bytes (behaviour.md §8): the web client sends
+ * markdown URL-encoded in UpdateMarkDown's path, several KB of it. Also the router's `maxParamLength`.
+ */
+export const URL_LIMIT = 16_384;
+/** The most bytes of header names and values served: Node's own default bound. */
+export const HEADERS_LIMIT = 16_384;
+/**
+ * Node's `maxHeaderSize` counts the request target and the headers together, and refuses at the bound
+ * with a 431 (`clientErrorHandler`): just past both limits, so that each is held to its own here.
+ */
+export const HTTP_MAX_HEADER_SIZE = URL_LIMIT + HEADERS_LIMIT + 1;
+const URL_TOO_LONG = `The URL is longer than ${URL_LIMIT} bytes.`;
+const HEADERS_TOO_LARGE = "The request headers are too large.";
 
 /** The envelope as raw bytes, for answers written where fastify has no reply object. */
 function rawAnswer(code: string, message: string): { head: Record<string, string>; body: string } {
@@ -36,8 +51,9 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
   for (const [name, value] of Object.entries(BASELINE_HEADERS)) reply.header(name, value);
   reply.header("x-request-id", request.id);
   switch (error.code) {
+    // A path parameter is never longer than the URL: past `URL_LIMIT` (app.ts), so is the URL.
     case "FST_ERR_MAX_PARAM_LENGTH":
-      sendStatus(reply, 414, error.code, "A path segment is too long.");
+      sendStatus(reply, 414, error.code, URL_TOO_LONG);
       return;
     case "FST_ERR_BAD_URL":
       sendStatus(reply, 400, error.code, "The URL is not validly percent-encoded.");
@@ -48,15 +64,40 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
   }
 }
 
+/** A parser error as Node hands it over: the chunk it was parsing and how far it got in it. */
+interface ParserError extends NodeJS.ErrnoException {
+  rawPacket?: unknown;
+  bytesParsed?: number;
+}
+
+/**
+ * Whether a request that overflowed Node's parser has a URL over `URL_LIMIT`: the parser stopped inside its
+ * request line, or that line's target is too long. Known only when the request began in the chunk the
+ * parser refused (a client writes its head at once); otherwise the overflow is answered as the headers'.
+ */
+export function urlOverflowed(error: ParserError): boolean {
+  const packet = error.rawPacket;
+  if (!Buffer.isBuffer(packet)) return false;
+  const method = /^[A-Z-]+ /.exec(packet.subarray(0, 32).toString("latin1"))?.[0];
+  if (!method) return false;
+  const lineEnd = packet.indexOf("\n");
+  if (lineEnd === -1 || lineEnd >= (error.bytesParsed ?? packet.length)) return true;
+  // `<target> HTTP/1.1`: the target ends at the last space.
+  const rest = packet.subarray(method.length, lineEnd).toString("latin1").trimEnd();
+  return rest.lastIndexOf(" ") > URL_LIMIT;
+}
+
 /** Status, code and message for an HTTP request that Node's parser refused. */
-function clientErrorAnswer(code: string | undefined): [number, string, string] {
-  switch (code) {
+function clientErrorAnswer(error: ParserError): [number, string, string] {
+  switch (error.code) {
     case "HPE_HEADER_OVERFLOW":
-      return [431, code, "The request headers are too large."];
+      return urlOverflowed(error)
+        ? [414, "URL_TOO_LONG", URL_TOO_LONG]
+        : [431, error.code, HEADERS_TOO_LARGE];
     case "ERR_HTTP_REQUEST_TIMEOUT":
-      return [408, code, "The request did not arrive in time."];
+      return [408, error.code, "The request did not arrive in time."];
     default:
-      return [400, code ?? "BAD_REQUEST", "The request is not valid HTTP."];
+      return [400, error.code ?? "BAD_REQUEST", "The request is not valid HTTP."];
   }
 }
 
@@ -65,10 +106,10 @@ function clientErrorAnswer(code: string | undefined): [number, string, string] {
  * (headers over `maxHeaderSize`, not HTTP at all), so there is no request object; the envelope is
  * written to the socket by hand, as Node itself would write its bare status line.
  */
-export function clientErrorHandler(this: Server, error: NodeJS.ErrnoException, socket: Socket): void {
+export function clientErrorHandler(this: Server, error: ParserError, socket: Socket): void {
   // A reset connection has nobody to answer.
   if (error.code === "ECONNRESET" || socket.destroyed) return;
-  const [status, code, message] = clientErrorAnswer(error.code);
+  const [status, code, message] = clientErrorAnswer(error);
   this.log.debug({ err: error, status }, "client error");
   // Only when nothing of an answer was written yet on this connection.
   if (socket.writable && socket.bytesWritten === 0) {
@@ -82,18 +123,48 @@ export function clientErrorHandler(this: Server, error: NodeJS.ErrnoException, s
 /**
  * Node answers some requests itself, with an empty body: a HTTP/1.1 request without `Host` and an
  * `Expect` other than `100-continue`. The server is told to leave them to us (`requireHostHeader:
- * false` in app.ts) and they are answered here.
+ * false` in app.ts) and they are answered here. Also holds the URL and the headers to their limits,
+ * and keeps each connection's client address.
  */
 export function registerHttpEdge(app: Server): void {
+  // The client's address is read as its connection is accepted, and kept by the socket: Node knows the
+  // peer only while the socket is open, and a request outlives a client that went away. Read later, after
+  // the authentication hook had awaited, `request.ip` was undefined and @fastify/rate-limit's key
+  // (`ip.toLowerCase()`) threw a TypeError, logged as a failed request.
+  app.server.on("connection", (socket: Socket) => {
+    void socket.remoteAddress;
+  });
   app.server.on("checkExpectation", (_request: IncomingMessage, response: ServerResponse) => {
     const { head, body } = rawAnswer("EXPECTATION_FAILED", "Only `Expect: 100-continue` is supported.");
     response.writeHead(417, head).end(body);
   });
-  app.addHook("onRequest", (request, _reply, done) => {
+  app.addHook("onRequest", (request, reply, done) => {
+    // Node's parser held the URL and the headers to their sum (HTTP_MAX_HEADER_SIZE): each to its own here.
+    if (request.raw.url !== undefined && request.raw.url.length > URL_LIMIT) {
+      answerHere(reply, 414, "URL_TOO_LONG", URL_TOO_LONG);
+      return;
+    }
+    if (headerBytes(request.raw.rawHeaders) > HEADERS_LIMIT) {
+      answerHere(reply, 431, "HEADERS_TOO_LARGE", HEADERS_TOO_LARGE);
+      return;
+    }
     if (request.raw.httpVersion === "1.1" && !request.headers.host) {
       done(errors.validation(ErrorCode.VALIDATION_FAILED, "The Host header is missing."));
       return;
     }
     done();
   });
+}
+
+/** Header bytes as Node's parser counts them: names and values. */
+function headerBytes(rawHeaders: string[]): number {
+  let bytes = 0;
+  for (const part of rawHeaders) bytes += part.length;
+  return bytes;
+}
+
+/** The envelope from the first hook, before the security headers' hook has run. */
+function answerHere(reply: FastifyReply, status: number, code: string, message: string): void {
+  reply.headers(BASELINE_HEADERS);
+  sendStatus(reply, status, code, message);
 }

@@ -42,7 +42,7 @@ export function objectShapeOf(schema: JsonSchema): ObjectShape | undefined {
 }
 
 /** The schema of an array's items, through the branches of a union. */
-function itemsOf(schema: JsonSchema): JsonSchema | undefined {
+export function itemsOf(schema: JsonSchema): JsonSchema | undefined {
   if (schema.items) return schema.items;
   for (const branch of [...(schema.allOf ?? []), ...(schema.anyOf ?? []), ...(schema.oneOf ?? [])]) {
     const items = itemsOf(branch);

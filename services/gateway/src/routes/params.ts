@@ -4,9 +4,15 @@ import Type from "typebox";
 /**
  * Path and query shapes shared by the route files. Integers there are plain decimal digits within
  * int32 (`^[0-9]{1,10}$`, no sign, no exponent, no spaces), enforced for every route by
- * plugins/plain-numbers.ts before the validator's type coercion can read `1e1` as 10.
+ * plugins/plain-numbers.ts before the validator's type coercion can read `1e1` as 10. A signed one
+ * (`SignedInt32`) may have a leading `-`.
  */
 export const Int32 = Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: "decimal digits only" });
+export const SignedInt32 = Type.Integer({
+  minimum: -2_147_483_648,
+  maximum: 2_147_483_647,
+  description: "decimal digits, optionally after a minus sign",
+});
 export const IdParams = Type.Object({ id: Int32 });
 export const AddressParams = Type.Object({ address: Address });
 export const NoInput = Type.Object({});

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { INT32_MAX, type NumberKind, numericFieldsOf } from "../plugins/plain-numbers.ts";
+import { INT32_MAX, INT32_MIN, type NumberKind, numericFieldsOf } from "../plugins/plain-numbers.ts";
 import type { RouteEntry } from "../plugins/route-table.ts";
 import { createHarness, type Harness } from "../test/harness.ts";
 import {
@@ -40,8 +40,6 @@ const BAD_FOR_BOTH = [
   "%205",
   "5%20",
   "%095",
-  "-1",
-  "-0",
   "99999999999",
   "1_0",
   "0b101",
@@ -54,13 +52,21 @@ const BAD_FOR_BOTH = [
   "five",
 ];
 const BAD: Record<NumberKind, string[]> = {
-  integer: [...BAD_FOR_BOTH, "5.0", "2147483648", "4294967296"],
-  number: [...BAD_FOR_BOTH, ".5", "5.", "1.2.3"],
+  integer: [...BAD_FOR_BOTH, "-1", "-0", "5.0", "2147483648", "4294967296"],
+  signed: [...BAD_FOR_BOTH, "5.0", "2147483648", "-2147483649", "--1", "-", "-%205", "-+5", "-1e1", "-0x10"],
+  number: [...BAD_FOR_BOTH, "-1", "-0", ".5", "5.", "1.2.3"],
 };
 const GOOD: Record<NumberKind, [string, number][]> = {
   integer: [
     ["5", 5],
     ["0007", 7],
+    [String(INT32_MAX), INT32_MAX],
+  ],
+  signed: [
+    ["5", 5],
+    ["-1", -1],
+    ["-0007", -7],
+    [String(INT32_MIN), INT32_MIN],
     [String(INT32_MAX), INT32_MAX],
   ],
   number: [
@@ -70,6 +76,7 @@ const GOOD: Record<NumberKind, [string, number][]> = {
 };
 const PROBLEM: Record<NumberKind, string> = {
   integer: `must be a plain decimal integer from 0 to ${INT32_MAX}`,
+  signed: `must be a plain decimal integer from ${INT32_MIN} to ${INT32_MAX}`,
   number: "must be a plain decimal number",
 };
 
@@ -114,6 +121,13 @@ describe("numbers in paths and query strings", () => {
     ]) {
       expect(found).toContain(known);
     }
+  });
+
+  it("takes a sign in GetProjects/{n} only (n ≤ 0 is an empty list); every other integer is unsigned", () => {
+    const signed = numericCases(h.app.routeTable)
+      .filter((c) => c.kind === "signed")
+      .map((c) => `${c.route.method} ${c.route.url} ${c.name}`);
+    expect(signed).toEqual(["GET /Project/GetProjects/:numberOfProjects numberOfProjects"]);
   });
 
   it("refuses every non-plain form with 400 in the envelope, on every route, before any service", async () => {

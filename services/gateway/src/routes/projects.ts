@@ -5,7 +5,7 @@ import Type, { type Static } from "typebox";
 import type { Server } from "../server.ts";
 import { contentOf, streamContentUploads, takeContentField } from "../uploads/plugin.ts";
 import { registerRpcRoute } from "./define.ts";
-import { IdParams, Int32, NoInput, oneOf } from "./params.ts";
+import { IdParams, Int32, NoInput, oneOf, SignedInt32 } from "./params.ts";
 
 const tag = "Project";
 
@@ -174,9 +174,9 @@ export function registerProjectRoutes(app: Server, bus: Bus, uploadBodyLimit: nu
     method: "GET",
     url: "/Project/GetProjects/:numberOfProjects",
     tag,
-    summary: "The top N visible projects by rating (N ≤ 100)",
+    summary: "The top N visible projects by rating (N ≤ 100; N ≤ 0 an empty list)",
     access: "anonymous",
-    input: { params: Type.Object({ numberOfProjects: Int32 }) },
+    input: { params: Type.Object({ numberOfProjects: SignedInt32 }) },
     rpc: ProjectsRpc.top,
     request: ({ caller, params }) => ({ caller, count: params.numberOfProjects }),
   });

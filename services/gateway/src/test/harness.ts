@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Bus } from "@fundraise/bus";
 import { createInMemoryBus } from "@fundraise/bus/testing";
 import { AuthRpc, type UserRole } from "@fundraise/protocol";
+import type { Logger } from "@fundraise/service-kit";
 import { silentLogger } from "@fundraise/service-kit/testing";
 
 import { Redis } from "ioredis";
@@ -56,8 +57,15 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** A gateway on the in-memory bus and the real Redis, under a key prefix of its own. */
-export async function createHarness(env: Record<string, string> = {}, bus?: Bus): Promise<Harness> {
+/**
+ * A gateway on the in-memory bus and the real Redis, under a key prefix of its own; silent unless a test
+ * passes the logger it reads.
+ */
+export async function createHarness(
+  env: Record<string, string> = {},
+  bus?: Bus,
+  options: { log?: Logger } = {},
+): Promise<Harness> {
   const prefix = `test:${randomBytes(6).toString("hex")}:`;
   const config = loadConfig({ REDIS_URL, REDIS_PREFIX: prefix, LOG_LEVEL: "silent", ...env });
   const redis = new Redis(REDIS_URL, { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
@@ -72,7 +80,12 @@ export async function createHarness(env: Record<string, string> = {}, bus?: Bus)
     deleted: false,
   }));
   const uploads = await recordUploads(memoryBus);
-  const app = await buildGateway({ config, bus: bus ?? memoryBus, redis, log: silentLogger() });
+  const app = await buildGateway({
+    config,
+    bus: bus ?? memoryBus,
+    redis,
+    log: options.log ?? silentLogger(),
+  });
   await app.ready();
   return {
     app,
