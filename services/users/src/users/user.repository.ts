@@ -64,6 +64,11 @@ export interface UserTx {
    * other at once are serialized here (the second then sees one Admin left), and cannot deadlock.
    */
   lockAdmins(): Promise<number>;
+  /**
+   * Serializes the sign-ups of one address (any case) for the rest of the transaction: a second one sees
+   * what the first committed, even the row that did not exist when it started looking.
+   */
+  lockSignUp(address: string): Promise<void>;
   ownsLiveProject(userId: number): Promise<boolean>;
   create(row: NewUserRow): User;
   remove(user: User): void;
@@ -112,6 +117,11 @@ export function createUserRepository(em: () => EntityManager, pool: SqlPool): Us
           `SELECT id FROM ${USERS_SCHEMA}."user" WHERE role = 'Admin' ORDER BY id FOR UPDATE`,
         );
         return rows.length;
+      },
+      async lockSignUp(address) {
+        await executor.query("select pg_advisory_xact_lock(hashtext('users:sign-up:' || lower($1)))", [
+          address,
+        ]);
       },
       ownsLiveProject: async (userId) =>
         (await t.count(OwnedProject, { ownerId: userId, deletedAt: null })) > 0,
