@@ -106,6 +106,29 @@ describe("kubo-rpc-client against the Kubo-RPC stand-in (not Kubo)", () => {
     expect(pinned).not.toContain(entries.find((e) => e.path === "image")!.cid.toString());
   });
 
+  it("the same directory added six times at once: one CID for all, each shared block written once", async () => {
+    const whitepaper = pseudoRandom("six at once", 300);
+    const add = async () => {
+      let root = "";
+      for await (const entry of ipfs.addAll([{ path: "whitepaper", content: whitepaper }], {
+        ...KUBO_ADD,
+        wrapWithDirectory: true,
+      })) {
+        if (entry.path === "") root = entry.cid.toString();
+      }
+      return root;
+    };
+    const started = performance.now();
+    const roots = await Promise.all(Array.from({ length: 6 }, add));
+    const ms = performance.now() - started;
+    expect(new Set(roots)).toEqual(new Set([(await kuboDirectoryCidOf({ whitepaper })).toString()]));
+    // Two writers of one block file made the second retry its rename ten times, 100 ms apart (≥ 900 ms).
+    expect(ms).toBeLessThan(800);
+    expect((await readAll(ipfs.cat(`/ipfs/${roots[0]}/whitepaper`))).equals(Buffer.from(whitepaper))).toBe(
+      true,
+    );
+  });
+
   it("pin rm unpins once; a second rm says 'not pinned', as Kubo does", async () => {
     const added = await ipfs.add(utf8("pin me"), KUBO_ADD);
     expect((await ipfs.pin.rm(added.cid)).toString()).toBe(added.cid.toString());

@@ -16,6 +16,21 @@ export function translateDbError(error: unknown, conflict?: { code: string; mess
 }
 
 /**
+ * Whether a failure is a unique violation (of `constraint`, when given), also once translated: the
+ * conflict `translateDbError` makes keeps the violation as its cause. A use case that runs again on it
+ * (another writer inserted the same thing first) finds what that writer committed.
+ */
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  for (let e = error, depth = 0; e !== undefined && e !== null && depth < 8; depth++) {
+    if (e instanceof UniqueConstraintViolationException) {
+      return constraint === undefined || (e as { constraint?: unknown }).constraint === constraint;
+    }
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
  * A Postgres error that says the connection or the server went away, not that the statement was wrong:
  * class 08 (connection exception), class 57 (operator intervention: a terminated backend, a shutdown,
  * a server starting up) and class 53 (insufficient resources, e.g. too many connections). A driver error

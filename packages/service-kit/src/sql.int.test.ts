@@ -2,6 +2,7 @@ import { processedMessageDdl } from "@fundraise/bus";
 import { defineEntity, p } from "@mikro-orm/core";
 import { Migration } from "@mikro-orm/migrations";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isUniqueViolation } from "./db-errors.ts";
 import { handleOnce } from "./handle-once.ts";
 import { silentLogger } from "./logger.ts";
 import { createOrm, type Orm } from "./orm.ts";
@@ -70,6 +71,23 @@ describe("executorOf and inTransaction", () => {
       () => ({ code: "NOTE_TAKEN", message: "That note exists." }),
     ).catch((e: unknown) => e);
     expect(error).toMatchObject({ kind: "conflict", code: "NOTE_TAKEN", message: "That note exists." });
+  });
+
+  it("isUniqueViolation tells a unique violation by its constraint, also through the conflict it became", async () => {
+    await inTransaction(orm.em.fork(), async ({ em }) => void em.create(Note, { text: "twice" }));
+    const insertAgain = (conflict?: () => { code: string; message: string }) =>
+      inTransaction(orm.em.fork(), async ({ em }) => void em.create(Note, { text: "twice" }), conflict).catch(
+        (e: unknown) => e,
+      );
+    const raw = await insertAgain();
+    const translated = await insertAgain(() => ({ code: "NOTE_TAKEN", message: "That note exists." }));
+    for (const error of [raw, translated]) {
+      expect(isUniqueViolation(error)).toBe(true);
+      expect(isUniqueViolation(error, "note_text_key")).toBe(true);
+      expect(isUniqueViolation(error, "another_index")).toBe(false);
+    }
+    expect(isUniqueViolation(new Error("no", { cause: new Error("nor this") }))).toBe(false);
+    expect(isUniqueViolation(undefined)).toBe(false);
   });
 });
 

@@ -104,6 +104,7 @@ export async function startStorageApp(deps: {
     pins,
     limits: config.limits,
     graceMs: config.reconcile.graceMs,
+    log,
   });
   let uploads: StreamServer;
   try {

@@ -71,7 +71,12 @@ export const ProjectErrors = {
     ),
 } as const;
 
-/** Which unique index a violation hit → the conflict the client sees (for translateDbError). */
+/**
+ * Which unique index a violation hit → the conflict the client sees (for translateDbError): a write that
+ * lost a race for a name, a file or a membership to a concurrent one that committed first. Every unique
+ * index of the schema is here but `rating_project_user_unique`: ratings are written with `on conflict do
+ * update` (a second rating replaces the first), so that index never refuses a write.
+ */
 export function conflictOfConstraint(
   constraint: string | undefined,
 ): { code: string; message: string } | undefined {
@@ -82,6 +87,8 @@ export function conflictOfConstraint(
         ? ProjectErrors.fileTaken()
         : constraint === "permission_project_user_unique"
           ? ProjectErrors.invitationExists()
-          : undefined;
+          : constraint === "permission_one_owner"
+            ? ProjectErrors.ownerStays("The project has an Owner already.")
+            : undefined;
   return error && { code: error.code, message: error.message };
 }

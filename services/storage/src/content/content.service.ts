@@ -1,9 +1,13 @@
 import type { TraceContext } from "@fundraise/bus";
 import { StorageEvents } from "@fundraise/protocol";
+import { isUniqueViolation, type Logger } from "@fundraise/service-kit";
 import { CID } from "multiformats/cid";
 import { cidOfFileHash, fileHashOf } from "./file-hash.ts";
 import type { Ipfs } from "./ipfs.ts";
 import type { PinRepository } from "./pin.repository.ts";
+
+/** The partial unique index that keeps one live row per fileHash (migration `storage`). */
+export const LIVE_PIN_INDEX = "pin_live_file_hash";
 
 export interface Uploaded {
   fileHash: string;
@@ -21,8 +25,10 @@ export interface Added {
 export interface ContentService {
   /**
    * Records content an upload's add just pinned (upload/upload-session.ts): its live row and `pinned`
-   * event, or, for bytes recorded before, their live row made young again. A failed record takes the pin
-   * back, unless the content has a live row or the inventory cannot be read (never unpin when unsure).
+   * event, or, for bytes recorded before, their live row made young again. Uploads of the same new bytes
+   * at once converge: the one whose insert meets another's live row records again and takes that row. A
+   * failed record takes the pin back, unless the content has a live row or the inventory cannot be read
+   * (never unpin when unsure).
    */
   record(added: Added, reason: string, ctx: TraceContext): Promise<Uploaded>;
   /**
@@ -40,7 +46,8 @@ export interface ContentService {
   /**
    * Records content the node pins without any live row (an upload whose record failed while the
    * inventory could not be read, so its pin was left): a live row, uploaded now, that the orphan
-   * reconciliation then judges like any other. False when a live row exists by now.
+   * reconciliation then judges like any other. False when a live row exists by now (an upload recorded
+   * it, before or while this looked).
    */
   adopt(cid: string, reason: string, ctx: TraceContext): Promise<boolean>;
   read(fileHash: string): Promise<Uint8Array>;
@@ -56,6 +63,11 @@ export interface ContentService {
  * row marks it uploaded now (`lastUploadedAt`), so a reconciliation that locks it afterwards sees young
  * content and leaves it. A removal that took the lock first may have unpinned what this upload had just
  * pinned: so an upload of content that has any row pins again under the lock before it records.
+ *
+ * Two uploads of the same new bytes (or an upload and an adoption) may both find no live row, and both
+ * insert one: the partial unique index `pin_live_file_hash` lets one commit, the other's insert fails once
+ * it has. That failure only says the bytes were recorded meanwhile, so the upload records once more and
+ * takes the live-row path (pinned again under the lock, young again), and the adoption answers false.
  */
 export function createContentService(deps: {
   ipfs: Ipfs;
@@ -63,8 +75,9 @@ export function createContentService(deps: {
   limits: { maxFileBytes: number; maxImageBytes: number };
   /** How long an upload may belong to an Add or Update that has not committed (ORPHAN_GRACE_MS). */
   graceMs: number;
+  log: Logger;
 }): ContentService {
-  const { ipfs, pins, limits, graceMs } = deps;
+  const { ipfs, pins, limits, graceMs, log } = deps;
 
   /**
    * Unpins the live content and records it, in one transaction. With a cutoff (the reconciliation), only
@@ -93,21 +106,33 @@ export function createContentService(deps: {
       const cid = added.toString();
       const fileHash = fileHashOf(cid);
       const uploaded = { fileHash, cid, imagePath: imageBytes === null ? null : `/ipfs/${cid}/image` };
-      try {
-        await pins.transaction(async (tx) => {
+      const recordOnce = () =>
+        pins.transaction(async (tx) => {
           const live = await tx.lockLive(fileHash);
           // Content recorded before: a removal that held the lock since the add may have unpinned it (and
           // failed its commit, or recorded it). Pinned again under the lock, it stays pinned.
           if (live || (await tx.everRecorded(fileHash))) await ipfs.pin(added);
           if (live) {
-            // The same bytes again: recorded already; young again for the orphan reconciliation.
-            live.lastUploadedAt = new Date();
+            // The same bytes again: recorded already; young again for the orphan reconciliation. Later than
+            // its pinning, always, also within the same millisecond: a removal tells "uploaded again" so.
+            live.lastUploadedAt = new Date(Math.max(Date.now(), live.pinnedAt.getTime() + 1));
             await tx.save();
             return;
           }
           tx.create({ cid, fileHash, reason, fileBytes, imageBytes });
           await tx.emit(StorageEvents.pinned, { fileHash, cid, reason }, ctx);
           await tx.save();
+        });
+      try {
+        await recordOnce().catch((error: unknown) => {
+          if (!isUniqueViolation(error, LIVE_PIN_INDEX)) throw error;
+          // Another upload (or an adoption) recorded the same bytes between this one's look and its insert,
+          // and has committed: recorded before, then. Once more, this upload finds that live row.
+          log.info(
+            { fileHash, cid, reason, requestId: ctx.requestId },
+            "the same content was recorded by another upload at once: recording again as that live row",
+          );
+          return recordOnce();
         });
       } catch (error) {
         // Nothing recorded: take the pin back unless the content has a live row (recorded before, or by
@@ -126,16 +151,27 @@ export function createContentService(deps: {
 
     removeOrphan: (fileHash, cutoff, reason, ctx) => unpinAndRecord(fileHash, reason, ctx, cutoff),
 
-    adopt: (cid, reason, ctx) =>
-      pins.transaction(async (tx) => {
-        const fileHash = fileHashOf(cid);
-        if (await tx.lockLive(fileHash)) return false;
-        // Sizes unknown (the bytes were never seen here): recorded as 0.
-        tx.create({ cid, fileHash, reason, fileBytes: 0, imageBytes: null });
-        await tx.emit(StorageEvents.pinned, { fileHash, cid, reason }, ctx);
-        await tx.save();
-        return true;
-      }),
+    async adopt(cid, reason, ctx) {
+      const fileHash = fileHashOf(cid);
+      try {
+        return await pins.transaction(async (tx) => {
+          if (await tx.lockLive(fileHash)) return false;
+          // Sizes unknown (the bytes were never seen here): recorded as 0.
+          tx.create({ cid, fileHash, reason, fileBytes: 0, imageBytes: null });
+          await tx.emit(StorageEvents.pinned, { fileHash, cid, reason }, ctx);
+          await tx.save();
+          return true;
+        });
+      } catch (error) {
+        // An upload of these bytes recorded them while this looked: they have a live row, nothing to adopt.
+        if (!isUniqueViolation(error, LIVE_PIN_INDEX)) throw error;
+        log.info(
+          { fileHash, cid, requestId: ctx.requestId },
+          "content recorded by an upload while being adopted: left to that record",
+        );
+        return false;
+      }
+    },
 
     async read(fileHash) {
       return ipfs.cat(`/ipfs/${cidOfFileHash(fileHash)}/whitepaper`, limits.maxFileBytes);

@@ -299,6 +299,55 @@ describe("users.user.register", () => {
     }
   });
 
+  it("sign-ups racing for one address or one e-mail (any case): exactly one wins, the others get the 409 naming it", async () => {
+    for (let round = 0; round < 5; round++) {
+      const address = randomAddress();
+      const mail = `${uniqueName("race")}@example.org`;
+      const races = [
+        {
+          code: "USER_ADDRESS_TAKEN",
+          field: "address",
+          inputs: [newUser({ address }), newUser({ address: address.toLowerCase() }), newUser({ address })],
+        },
+        {
+          code: "USER_EMAIL_TAKEN",
+          field: "mail_address",
+          inputs: [newUser({ mailAddress: mail }), newUser({ mailAddress: mail.toUpperCase() })],
+        },
+      ];
+      for (const race of races) {
+        const results = await Promise.allSettled(race.inputs.map((u) => h.client.call(UsersRpc.register, u)));
+        expect(
+          results.filter((r) => r.status === "fulfilled"),
+          race.code,
+        ).toHaveLength(1);
+        for (const r of results) {
+          if (r.status === "rejected") expect(r.reason).toMatchObject({ kind: "conflict", code: race.code });
+        }
+        const value = race.field === "address" ? address : mail;
+        const { rows } = await h.sql.query(
+          `select 1 from users."user" where lower(${race.field}) = lower($1)`,
+          [value],
+        );
+        expect(rows).toHaveLength(1);
+      }
+    }
+  });
+
+  it("the same sign-up sent three times at once (a double click): one user, the others answer it as re-sent", async () => {
+    for (let round = 0; round < 10; round++) {
+      const input = newUser();
+      const answers = await Promise.all([1, 2, 3].map(() => h.client.call(UsersRpc.register, input)));
+      const userId = answers[0]?.userId;
+      expect(answers.map((a) => a.userId)).toEqual([userId, userId, userId]);
+      expect(answers.filter((a) => !a.resent)).toHaveLength(1);
+      const { rows } = await h.sql.query(`select id from users."user" where lower(username) = lower($1)`, [
+        input.username,
+      ]);
+      expect(rows).toEqual([{ id: userId }]);
+    }
+  });
+
   it("emits nothing for a plain sign-up (the auth service mails the link)", async () => {
     const before = (await outboxPayloads(h.sql, UsersEvents.deleted)).length;
     await h.client.call(UsersRpc.register, newUser());

@@ -70,6 +70,11 @@ export interface UserTx {
    * other at once are serialized here (the second then sees one Admin left), and cannot deadlock.
    */
   lockAdmins(): Promise<number>;
+  /**
+   * Serializes the sign-ups of one address (any case) for the rest of the transaction: a second one sees
+   * what the first committed, even the row that did not exist when it started looking.
+   */
+  lockSignUp(address: string): Promise<void>;
   create(row: NewUserRow): User;
   remove(user: User): void;
   recordRoleChange(change: {
@@ -122,6 +127,11 @@ export function createUserRepository(em: () => EntityManager, pool: SqlPool): Us
           `SELECT id FROM ${USERS_SCHEMA}."user" WHERE role = 'Admin' ORDER BY id FOR UPDATE`,
         );
         return rows.length;
+      },
+      async lockSignUp(address) {
+        await executor.query("select pg_advisory_xact_lock(hashtext('users:sign-up:' || lower($1)))", [
+          address,
+        ]);
       },
       create: (row) => t.create(User, row),
       remove: (user) => t.remove(user),

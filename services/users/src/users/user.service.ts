@@ -399,6 +399,10 @@ export function createUserService(deps: UserServiceDeps): UserService {
       if (Number.isNaN(pendingUntil.getTime())) throw UserErrors.invalidPendingUntil();
       const proof: SignUpProof = input.proof ?? "legacy";
       return users.transaction(async (t) => {
+        // The same sign-up sent twice at once (a double click) is decided as if one came after the other:
+        // the second sees the first's row (and re-sends), where a row lock could not stop it from looking
+        // before that row exists, and a unique index would make it a 409.
+        await t.lockSignUp(address);
         const existing = await t.lockByAddress(address);
         // A verified account, or one whose changed e-mail awaits its link (no deadline), is not a sign-up.
         if (existing && (existing.isVerified || existing.pendingUntil == null))
