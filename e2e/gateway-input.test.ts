@@ -142,6 +142,23 @@ describe("long markdown in PUT /Project/UpdateMarkDown/{id}/{markdown} (URLs up 
     expect((await read()).markDown).toBe(before);
   });
 
+  it("refuses the NUL character (in the path, the body, or the description) with 400, and changes nothing", async () => {
+    const before = await read();
+    for (const res of [
+      await as(owner, "PUT", path("a%00b")),
+      await as(owner, "PUT", path("x"), { markDown: "a\u0000b" }),
+      await as(owner, "PUT", "/Project/Update", {
+        projectID: project.projectID,
+        projectName: before.projectName,
+        projectDescription: "a\u0000b",
+      }),
+    ]) {
+      expectEnvelope(res, 400);
+      expect(res.body.message).toMatch(/must not contain the NUL character/);
+    }
+    expect(await read()).toEqual(before);
+  });
+
   it("still takes the JSON body {markDown} over a long path", async () => {
     const res = await as(owner, "PUT", path(encodeURIComponent(PIECE.repeat(30))), {
       markDown: "from the body",

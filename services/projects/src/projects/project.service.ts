@@ -14,7 +14,7 @@ import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
 import type { ContentStore, OpContext } from "./project.ports.ts";
 import type { ProjectRepository, ProjectTx } from "./project.repository.ts";
-import { MAX_TOP, parseMarkdown, parseName, parseRating, scopeOf } from "./project.validation.ts";
+import { MAX_TOP, parseMarkdown, parseName, parseRating, parseText, scopeOf } from "./project.validation.ts";
 
 export type ProjectWrite = RequestOf<typeof ProjectsRpc.add>["project"];
 
@@ -149,6 +149,8 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       requireWriter(caller);
       const name = parseName(write.projectName);
       const markdown = parseMarkdown(write.markDown ?? "");
+      const description =
+        write.projectDescription === null ? null : parseText("/projectDescription", write.projectDescription);
       if (!write.content?.file) throw ProjectErrors.invalid("/fileHex", "is required");
       // Cheap refusals before the upload; the transaction checks again under the queue's lock.
       if (await projects.nameTaken(name)) throw ProjectErrors.nameTaken();
@@ -164,7 +166,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
           if (await t.fileHashTaken(uploaded.fileHash)) throw ProjectErrors.fileTaken();
           const project = t.createProject({
             name,
-            description: write.projectDescription,
+            description,
             markdown,
             fileHash: uploaded.fileHash,
             cid: uploaded.cid,
@@ -198,6 +200,8 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       const { project } = await requireMember(caller, id);
       const name = parseName(write.projectName);
       const markdown = write.markDown === null ? undefined : parseMarkdown(write.markDown);
+      const description =
+        write.projectDescription === null ? null : parseText("/projectDescription", write.projectDescription);
       if (write.content && !write.content.file) {
         throw ProjectErrors.invalid("/imageUrl", "an image changes only with the file: send fileHex too");
       }
@@ -214,7 +218,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
           await requireLive(t, caller);
           if (await t.nameTaken(name, id)) throw ProjectErrors.nameTaken();
           locked.name = name;
-          if (write.projectDescription !== null) locked.description = write.projectDescription;
+          if (description !== null) locked.description = description;
           if (markdown !== undefined) locked.markdown = markdown;
           let replaced: string | null = null;
           if (uploaded && uploaded.fileHash !== locked.fileHash) {

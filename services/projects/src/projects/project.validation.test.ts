@@ -2,7 +2,7 @@ import type { Caller, UserRole } from "@fundraise/protocol";
 import { describe, expect, it } from "vitest";
 import { removalRefusal } from "./membership.service.ts";
 import type { Permission } from "./project.entity.ts";
-import { parseRating, scopeOf, sees } from "./project.validation.ts";
+import { parseMarkdown, parseRating, parseText, scopeOf, sees } from "./project.validation.ts";
 
 const caller = (role: UserRole): Caller => ({
   userId: 7,
@@ -72,5 +72,20 @@ describe("removalRefusal", () => {
   ] as const)("%s", (_label, actor, target, self, auction, code) => {
     const refusal = removalRefusal(actor, target, self, auction);
     expect(refusal === null ? null : refusal.code).toBe(code);
+  });
+});
+
+describe("free text", () => {
+  it("is kept as given, but the NUL character (PostgreSQL's text cannot hold it) is a 400", () => {
+    expect(parseMarkdown("# Title\n\ttabs, \u{1F600} and \\0 as text")).toBe(
+      "# Title\n\ttabs, \u{1F600} and \\0 as text",
+    );
+    for (const [path, parse] of [
+      ["/markDown", parseMarkdown],
+      ["/projectDescription", (text: string) => parseText("/projectDescription", text)],
+    ] as const) {
+      expect(() => parse("a\u0000b")).toThrow(expect.objectContaining({ kind: "validation" }));
+      expect(() => parse("a\u0000b")).toThrow(new RegExp(`${path.slice(1)}: must not contain the NUL`));
+    }
   });
 });

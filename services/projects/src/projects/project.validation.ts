@@ -39,6 +39,12 @@ export function parseMarkdown(input: string): string {
   if (input.length > MAX_MARKDOWN) {
     throw ProjectErrors.invalid("/markDown", `must be at most ${MAX_MARKDOWN} characters`);
   }
+  return parseText("/markDown", input);
+}
+
+/** Free text is stored as given, except the NUL character, which PostgreSQL's text cannot hold. */
+export function parseText(path: string, input: string): string {
+  if (input.includes("\u0000")) throw ProjectErrors.invalid(path, "must not contain the NUL character");
   return input;
 }
 
