@@ -42,6 +42,11 @@ export interface AmqpBusOptions {
   closeTimeoutMs?: number;
   /** Cap of the reconnect backoff (default 5 s). */
   maxReconnectDelayMs?: number;
+  /**
+   * Turns a handler's failure that is not an AppError into one before it is answered (service-kit passes
+   * its database translation: a lost or exhausted database is 503, not 500). Identity by default.
+   */
+  translateError?: (error: unknown) => unknown;
 }
 
 export interface AmqpBus extends Bus {
@@ -123,7 +128,14 @@ class AmqpBusImpl implements AmqpBus {
       journal: journalWriter,
       defaultTimeoutMs: options.defaultTimeoutMs ?? 5000,
     });
-    this.server = new RpcServer({ ...shared, journal: journalWriter, prefetch, publishTimeoutMs, consumers });
+    this.server = new RpcServer({
+      ...shared,
+      journal: journalWriter,
+      prefetch,
+      publishTimeoutMs,
+      consumers,
+      translateError: options.translateError ?? ((error) => error),
+    });
     this.subscriber = new EventSubscriber({ ...shared, prefetch, publishTimeoutMs, consumers, publisher });
   }
 

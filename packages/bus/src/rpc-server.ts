@@ -38,6 +38,8 @@ export interface RpcServerOptions {
   manager: ConnectionManager;
   consumers: Consumers;
   isClosing: () => boolean;
+  /** A handler's failure as it is answered (AmqpBusOptions.translateError). */
+  translateError: (error: unknown) => unknown;
 }
 
 /** The consumer of one service's RPC queue, bound to every name this bus serves for the service. */
@@ -210,7 +212,8 @@ export class RpcServer {
         throw errors.internal(ErrorCode.INTERNAL, "An unexpected error occurred.");
       }
       reply = successReply(response, note);
-    } catch (error) {
+    } catch (thrown) {
+      const error = isAppError(thrown) ? thrown : this.bus.translateError(thrown);
       const appError = toAppError(error);
       if (!isAppError(error)) ctx.log.error({ err: error }, "RPC handler failed");
       else if (appError.kind === "internal" && appError.cause !== undefined) {

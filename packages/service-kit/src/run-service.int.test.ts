@@ -5,7 +5,7 @@ import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
 import { createTestVhost, type TestVhost, waitFor } from "@fundraise/bus/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "./logger.ts";
-import { SlowRpc } from "./test/fixture-rpc.ts";
+import { ExhaustedDatabaseRpc, SlowRpc } from "./test/fixture-rpc.ts";
 
 // The one shutdown order of every service (run-service.ts), checked on a real process and broker.
 let vhost: TestVhost;
@@ -90,6 +90,19 @@ describe("runService", () => {
     expect(await (await get("/readyz")).json()).toEqual({ ready: false, reason: "shutting down" });
     await expect(call).resolves.toBe("done");
     expect(await exited).toBe(0);
+  }, 60_000);
+
+  it("a database failure a handler meets outside a transaction is answered 503 DB_UNAVAILABLE, not 500", async () => {
+    const { child, output } = startFixture();
+    await waitFor(() => steps(output()).includes("ready"), 30_000, "the fixture service");
+    try {
+      await expect(client.call(ExhaustedDatabaseRpc, {}, { timeoutMs: 10_000 })).rejects.toMatchObject({
+        kind: "unavailable",
+        code: "DB_UNAVAILABLE",
+      });
+    } finally {
+      child.kill("SIGTERM");
+    }
   }, 60_000);
 
   it("a service that cannot start logs why and exits 1", async () => {

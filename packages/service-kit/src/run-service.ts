@@ -1,4 +1,5 @@
 import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
+import { translateDbError } from "./db-errors.ts";
 import { type HealthServer, metricLines, startHealthServer } from "./health-server.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import type { ServiceOutbox } from "./outbox.ts";
@@ -69,6 +70,9 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
       logger: log,
       prefetch: config.amqp.prefetch,
       journal: config.amqp.journal,
+      // A database lost or out of connections is 503, wherever the handler met it (reads outside a
+      // transaction too), never an unexpected 500.
+      translateError: (error) => translateDbError(error),
       ...(config.amqp.connectTimeoutMs === undefined
         ? {}
         : { connectTimeoutMs: config.amqp.connectTimeoutMs }),

@@ -6,3 +6,9 @@ export const SlowRpc = defineRpc("users.fixture.slow", {
   request: Type.Object({ ms: Type.Integer() }),
   response: Type.Literal("done"),
 });
+
+/** A handler that fails as Postgres does when it has no connection left (SQLSTATE 53300), outside any transaction. */
+export const ExhaustedDatabaseRpc = defineRpc("users.fixture.exhausted-database", {
+  request: Type.Object({}),
+  response: Type.Null(),
+});

@@ -3,7 +3,7 @@
  * and writes each shutdown step to stdout as it happens. AMQP_URL comes from the test.
  */
 import { runService } from "../run-service.ts";
-import { SlowRpc } from "./fixture-rpc.ts";
+import { ExhaustedDatabaseRpc, SlowRpc } from "./fixture-rpc.ts";
 
 const step = (name: string) => {
   process.stdout.write(`step:${name}\n`);
@@ -22,6 +22,9 @@ await runService({
       await new Promise((resolve) => setTimeout(resolve, ms));
       step("handler finished");
       return "done" as const;
+    });
+    await bus.serve(ExhaustedDatabaseRpc, async () => {
+      throw Object.assign(new Error("sorry, too many clients already"), { code: "53300" });
     });
     step("ready");
     return {

@@ -2,6 +2,7 @@ import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
 import { createTestVhost, type TestVhost } from "@fundraise/bus/testing";
 import type { EventDescriptor } from "@fundraise/protocol";
 import pg from "pg";
+import { translateDbError } from "../db-errors.ts";
 import { createLogger, type Logger, silentLogger } from "../logger.ts";
 import type { ServiceApp } from "../run-service.ts";
 import type { ReceivedEvent } from "./assertions.ts";
@@ -42,7 +43,8 @@ export async function startServiceHarness(spec: {
   // Silent unless TEST_LOG_LEVEL asks for the services' and buses' JSON lines (debugging a failing test).
   const level = process.env.TEST_LOG_LEVEL;
   const logOf = (service: string) => (level ? createLogger({ service, level }) : silentLogger());
-  const busOf = (service: string) => createAmqpBus({ url: vhost.url, service, logger: logOf(service) });
+  const busOf = (service: string) =>
+    createAmqpBus({ url: vhost.url, service, logger: logOf(service), translateError: translateDbError });
   const client = await busOf("test-client");
   const events: ReceivedEvent[] = [];
   for (const event of Object.values(spec.record)) {
