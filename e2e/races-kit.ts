@@ -60,8 +60,10 @@ export async function signedInUsers(
 
 /**
  * One verified user, signed in. The machine's Postgres serves every running system and is sometimes out
- * of connections: a step answered 503 starts over with a new wallet (three tries), anything else fails.
+ * of connections for a while: a step answered 503 starts over with a new wallet (up to 8 tries over about
+ * 10 s), anything else fails.
  */
+const TRIES = 8;
 async function signedInUser(client: Client, i: number): Promise<User> {
   for (let attempt = 1; ; attempt++) {
     const wallet = client.newWallet();
@@ -76,10 +78,10 @@ async function signedInUser(client: Client, i: number): Promise<User> {
         }
       }
     }
-    if (last.status !== 503 || attempt === 3) {
+    if (last.status !== 503 || attempt === TRIES) {
       throw new Error(`user ${i} (try ${attempt}): ${last.status} ${JSON.stringify(last.body)}`);
     }
-    await new Promise((r) => setTimeout(r, 250 * attempt));
+    await new Promise((r) => setTimeout(r, Math.min(2000, 300 * attempt)));
   }
 }
 
@@ -223,13 +225,8 @@ export const since = (start: number) => `${((performance.now() - start) / 1000).
 
 type Wallet = { address: string; signMessage(message: string): Promise<string> };
 
-/** Sign-in (GetNonce, then Login with the signed nonce) through the chosen gateway replica. */
-export async function signIn(client: Client, wallet: Wallet, gateway: string): Promise<Answer> {
-  return (await readySignIn(client, wallet, gateway))();
-}
-
 /**
- * A sign-in made ready: the nonce fetched and signed now, the Login sent when the answer is called (so
+ * A sign-in through the chosen gateway replica made ready: the nonce fetched and signed now, the Login sent when the answer is called (so
  * the Login alone starts after whatever the caller waits for). A failed GetNonce is answered then.
  */
 export async function readySignIn(

@@ -63,9 +63,9 @@ async function projectOf(owner: User, label: string): Promise<ProjectDto> {
   return project;
 }
 
-/** A member's write: the markdown through the path, or an Update of the description (`round` picks). */
-function write(c: Client, token: string, gateway: string, project: ProjectDto, round: number, what: string) {
-  return round % 4 < 2
+/** A member's write: the markdown through the path, or an Update of the description (`kind` picks). */
+function write(c: Client, token: string, gateway: string, project: ProjectDto, kind: number, what: string) {
+  return kind % 2 === 0
     ? c.api("PUT", `/Project/UpdateMarkDown/${project.projectID}/${what}`, { token, gateway })
     : c.api("PUT", "/Project/Update", {
         token,
@@ -78,7 +78,7 @@ function write(c: Client, token: string, gateway: string, project: ProjectDto, r
       });
 }
 
-const route = (round: number) => (round % 4 < 2 ? "UpdateMarkDown" : "Update");
+const route = (kind: number) => (kind % 2 === 0 ? "UpdateMarkDown" : "Update");
 
 /** The first `n` failed rounds, one line each, and how many failed. */
 function report(title: string, failures: string[], n = 12): string {
@@ -110,20 +110,23 @@ describe("an admin's role change has answered: the next request on any replica i
         let token = owner.token;
         for (let round = lane; round < ROUNDS; round += DEMOTION_LANES) {
           const c = createClient(() => sys);
-          // The old token's write goes to A, then B (every other round of a lane), the sign-in to the other.
-          const at = Math.floor(round / DEMOTION_LANES) % 2 === 0 ? A : B;
+          // The lane's k-th round: the old token's write goes to A or B (bit 0 of k), the sign-in to the
+          // other; the write is UpdateMarkDown or Update (bit 1 of k).
+          const k = Math.floor(round / DEMOTION_LANES);
+          const at = k % 2 === 0 ? A : B;
+          const kind = k >> 1;
           const demote = await c.api("PATCH", `/user/updaterole/${address}/Blacklist`, {
             token: admin.token,
             gateway: A,
           });
           expectEnvelope(demote, 200, `round ${round}: the admin demotes the owner`);
           // The instant the demotion answered: the token from before it.
-          const old = await write(c, token, at, project, round, `old-${round}`);
-          count(`old token ${route(round)} on ${name(at)}: ${old.status}`);
+          const old = await write(c, token, at, project, kind, `old-${round}`);
+          count(`old token ${route(kind)} on ${name(at)}: ${old.status}`);
           if (old.status !== 401) {
             oldTokenFailures.push([
               round,
-              `round ${round}: old token ${route(round)} on ${name(at)} → ${brief(old)} (want 401)`,
+              `round ${round}: old token ${route(kind)} on ${name(at)} → ${brief(old)} (want 401)`,
             ]);
           }
           if (old.status < 300) oldTokenWrote.push(round);
@@ -141,14 +144,14 @@ describe("an admin's role change has answered: the next request on any replica i
           expectEnvelope(login, 200, `round ${round}: the owner signs in again`);
           token = login.body.data as string;
           const [onA, onB] = (await Promise.all(
-            [A, B].map((gateway) => write(c, token, gateway, project, round, `new-${round}`)),
+            [A, B].map((gateway) => write(c, token, gateway, project, kind, `new-${round}`)),
           )) as [Answer, Answer];
-          count(`new token ${route(round)} on A: ${onA.status}`);
-          count(`new token ${route(round)} on B: ${onB.status}`);
+          count(`new token ${route(kind)} on A: ${onA.status}`);
+          count(`new token ${route(kind)} on B: ${onB.status}`);
           if (onA.status !== 200 || onB.status !== 200) {
             newTokenFailures.push([
               round,
-              `round ${round}: token signed in after the promotion, ${route(round)} → A ${brief(onA)}, ` +
+              `round ${round}: token signed in after the promotion, ${route(kind)} → A ${brief(onA)}, ` +
                 `B ${brief(onB)} (want 200 on both)`,
             ]);
           }
