@@ -29,14 +29,21 @@ export function createClient(system: () => RunningSystem) {
   async function api(
     method: string,
     path: string,
-    options: { token?: string; body?: unknown; raw?: string; authorization?: string } = {},
+    options: {
+      token?: string;
+      body?: unknown;
+      raw?: string;
+      authorization?: string;
+      /** The base URL of the gateway replica to call (one of `gatewayUrls`); the system's first by default. */
+      gateway?: string;
+    } = {},
   ): Promise<Answer> {
     const headers: Record<string, string> = { "x-forwarded-for": ip };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     // The header exactly as given, e.g. the web client's `Bearer undefined` when it has no token.
     if (options.authorization !== undefined) headers.authorization = options.authorization;
     if (options.body !== undefined || options.raw !== undefined) headers["content-type"] = "application/json";
-    const res = await fetch(`${system().gatewayUrl}${path}`, {
+    const res = await fetch(`${options.gateway ?? system().gatewayUrl}${path}`, {
       method,
       headers,
       body: options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),

@@ -21,7 +21,9 @@ export default async function setup(project: TestProject) {
 
   // The gateway believes X-Forwarded-For: every test client calls from an address of its own (client.ts),
   // so one file's calls never count against another file's per-IP limits.
-  const start = () => startSystem({ env: { TRUST_PROXY: "true" } });
+  // A second gateway replica (one more process on the same database, vhost and Redis prefix): files that
+  // test what "at once, on any replica" means send one request here and the next there.
+  const start = () => startSystem({ env: { TRUST_PROXY: "true" }, extraGateways: 1 });
 
   async function handOut(sys: System): Promise<SharedSystemAnswer> {
     const key = sys.anvil.accounts[1 + (handedOut++ % (sys.anvil.accounts.length - 1))] as string;
@@ -45,6 +47,7 @@ export default async function setup(project: TestProject) {
     await grant;
     return {
       gatewayUrl: sys.gatewayUrl,
+      gatewayUrls: sys.gatewayUrls,
       anvil: { url: sys.anvil.url, chainId: sys.anvil.chainId, accounts: sys.anvil.accounts },
       deployment: sys.deployment,
       amqpUrl: sys.amqpUrl,

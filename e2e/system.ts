@@ -99,6 +99,11 @@ export function remoteMailbox(url: string): Mailbox {
 /** Everything a test needs to reach a running system; plain data, so it crosses process boundaries. */
 export interface SystemCoordinates {
   gatewayUrl: string;
+  /**
+   * Every gateway replica of the system, the first being `gatewayUrl`: one process each, on the same
+   * database, vhost and Redis prefix (a request may reach any of them, as behind a load balancer).
+   */
+  gatewayUrls: string[];
   anvil: { url: string; chainId: number; accounts: string[] };
   deployment: Deployment;
   amqpUrl: string;
@@ -134,6 +139,16 @@ export interface System extends RunningSystem {
 /** Every service of the system; a run may start fewer (`startSystem({ services })`). */
 export const ALL_SERVICES = ["users", "auth", "storage", "projects", "chain-indexer", "gateway"];
 
+/** `count` loopback ports nobody listens on right now, all different. */
+async function distinctFreePorts(count: number): Promise<number[]> {
+  const ports: number[] = [];
+  while (ports.length < count) {
+    const port = await freePort();
+    if (!ports.includes(port)) ports.push(port);
+  }
+  return ports;
+}
+
 /** The IPFS stand-in on a folder of its own, or nothing when the run has no storage service. */
 async function startIpfs(wanted: boolean, stateDir: string): Promise<IpfsNode | undefined> {
   if (!wanted) return undefined;
@@ -148,25 +163,33 @@ export async function startSystem(
     serviceEnv?: Record<string, Record<string, string>>;
     /** An IPFS RPC API already running (a benchmark's node in a process of its own): none is started. */
     ipfsUrl?: string;
+    /**
+     * Gateway replicas beyond the first (default 0): each one more gateway process, with the system's
+     * environment on a port of its own, listed in `gatewayUrls`. Only when the run has a gateway.
+     */
+    extraGateways?: number;
   } = {},
 ): Promise<System> {
   const services = options.services ?? ALL_SERVICES;
   const stateDir = mkdtempSync(join(tmpdir(), "fundraise-e2e-"));
-  const [db, vhost, anvil, smtp, port, firstIpfs] = await Promise.all([
+  const extraGateways = services.includes("gateway") ? (options.extraGateways ?? 0) : 0;
+  const [db, vhost, anvil, smtp, gatewayPorts, firstIpfs] = await Promise.all([
     createTestDatabase("e2e"),
     createTestVhost("e2e"),
     startAnvil(),
     startSmtp(),
-    freePort(),
+    distinctFreePorts(1 + extraGateways),
     startIpfs(services.includes("storage") && options.ipfsUrl === undefined, stateDir),
   ]);
   let ipfs = firstIpfs;
+  const [port, ...extraPorts] = gatewayPorts as [number, ...number[]];
   const { deployment } = await deployFresh(anvil.url);
   const deploymentFile = join(stateDir, "deployment.json");
   writeDeployment(deploymentFile, deployment);
   writeFileSync(join(stateDir, ".keep"), "");
   const redisPrefix = `test:${randomBytes(4).toString("hex")}:`;
   const gatewayUrl = `http://localhost:${port}`;
+  const gatewayUrls = [gatewayUrl, ...extraPorts.map((p) => `http://localhost:${p}`)];
   const env = {
     ...process.env,
     DATABASE_URL: db.url,
@@ -208,6 +231,15 @@ export async function startSystem(
     return child;
   };
   const children: ChildProcess[] = services.map((name) => spawnService(name));
+  // The other gateway replicas: the same environment (PUBLIC_BASE_URL stays the first's), their own port.
+  const replicas = extraPorts.map((p) => spawnService("gateway", { PORT: String(p) }));
+  children.push(...replicas);
+  const replicasServing = new Set<ChildProcess>();
+  for (const replica of replicas) {
+    replica.on("message", (message: { type?: unknown }) => {
+      if (message?.type === "ready") replicasServing.add(replica);
+    });
+  }
   const stop = async () => {
     await Promise.all(children.map((child) => stopProcess(child)));
     await Promise.all([smtp.stop(), anvil.stop(), ipfs?.stop()]);
@@ -249,8 +281,23 @@ export async function startSystem(
         (r) => r.status === 200,
         () => false,
       ));
+    // And every other gateway replica said it serves and is ready.
+    const replicasReady =
+      ready &&
+      replicasServing.size === replicas.length &&
+      (
+        await Promise.all(
+          gatewayUrls.slice(1).map((url) =>
+            fetch(`${url}/readyz`).then(
+              (r) => r.ok,
+              () => false,
+            ),
+          ),
+        )
+      ).every(Boolean);
     if (
       ready &&
+      replicasReady &&
       serving.size === services.length &&
       (indexer || !services.includes("chain-indexer")) &&
       (auth || !services.includes("auth")) &&
@@ -266,6 +313,7 @@ export async function startSystem(
   }
   return {
     gatewayUrl,
+    gatewayUrls,
     anvil,
     deployment,
     mailbox: smtp.mailbox,
