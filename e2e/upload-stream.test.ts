@@ -22,7 +22,8 @@ beforeAll(async () => {
   storagePort = await freePort();
   sys = await startSystem({
     services: ["users", "auth", "storage", "projects", "gateway"],
-    env: { UPLOAD_IDLE_MS: "1000" },
+    // One proposer adds more than the 5 waiting projects a proposer may have (not what this file tests).
+    env: { UPLOAD_IDLE_MS: "1000", REVIEW_QUEUE_PER_PROPOSER: "100" },
     serviceEnv: { storage: { HEALTH_PORT: String(storagePort) } },
   });
   const user = await client.signedUpUser();
