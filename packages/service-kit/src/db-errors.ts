@@ -12,7 +12,24 @@ export function translateDbError(error: unknown, conflict?: { code: string; mess
   if (error instanceof ConnectionException || isConnectionLoss(error)) {
     return errors.unavailable(ErrorCode.DB_UNAVAILABLE, "The database is unavailable.", { cause: error });
   }
+  if (hasSqlState(error, /^40(001|P01)$/)) {
+    // A deadlock or serialization failure: the database chose this write to give way; it may be repeated.
+    return errors.unavailable(
+      ErrorCode.DB_UNAVAILABLE,
+      "The write met a concurrent one and was not applied; try again.",
+      { cause: error },
+    );
+  }
   return error;
+}
+
+/** Whether the error, or one of its causes, carries a SQLSTATE matching `state`. */
+function hasSqlState(error: unknown, state: RegExp): boolean {
+  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 8; depth++) {
+    if (typeof e.code === "string" && state.test(e.code)) return true;
+    e = e.cause as typeof e;
+  }
+  return false;
 }
 
 /**

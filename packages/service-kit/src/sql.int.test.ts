@@ -44,6 +44,35 @@ afterAll(async () => {
 const count = async () => orm.em.fork().count(Note, {});
 
 describe("executorOf and inTransaction", () => {
+  it("a deadlock is a 503 to repeat (the database chose this write to give way), never a 500", async () => {
+    const em = orm.em.fork();
+    await em.execute(`insert into kit.note (text) values ('dl-a'), ('dl-b')`);
+    let bothHoldOne: () => void = () => undefined;
+    const ready = new Promise<void>((resolve) => {
+      let held = 0;
+      bothHoldOne = () => {
+        held += 1;
+        if (held === 2) resolve();
+      };
+    });
+    // Each locks one row, waits until the other holds its own, then wants the other's: a cycle.
+    const crossing = (first: string, second: string) =>
+      inTransaction(orm.em.fork(), async ({ sql }) => {
+        await sql.query(`update kit.note set text = text where text = $1`, [first]);
+        bothHoldOne();
+        await ready;
+        await sql.query(`update kit.note set text = text where text = $1`, [second]);
+      });
+    const results = await Promise.allSettled([crossing("dl-a", "dl-b"), crossing("dl-b", "dl-a")]);
+    const failed = results.filter((r) => r.status === "rejected");
+    expect(failed).toHaveLength(1);
+    await expectAppError(
+      Promise.reject((failed[0] as PromiseRejectedResult).reason),
+      "unavailable",
+      "DB_UNAVAILABLE",
+    );
+  });
+
   it("runs SQL in the entity manager's transaction: a rollback takes both the entity and the raw row", async () => {
     const before = await count();
     await expect(

@@ -88,9 +88,9 @@ export function createChainSync(deps: {
     change: (project: Project) => void,
   ): Promise<ProjectDtoOut> {
     return projects.transaction(async (t) => {
+      await requireLive(t, caller);
       const project = await t.lockById(id);
       if (!project) throw ProjectErrors.notFound();
-      await requireLive(t, caller);
       change(project);
       await t.save();
       return toProjectDto(project);

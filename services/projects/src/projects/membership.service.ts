@@ -76,9 +76,9 @@ export function createMembershipService(deps: {
       if (!invitee) throw ProjectErrors.userNotFound();
       if (invitee.id === caller.userId) throw ProjectErrors.selfInvite();
       return projects.transaction(async (t) => {
-        if (!(await t.lockById(request.projectID))) throw ProjectErrors.notFound();
         // Neither the inviter nor the invitee may be a user whose deletion fenced them.
         await requireLive(t, caller, [invitee.id]);
+        if (!(await t.lockById(request.projectID))) throw ProjectErrors.notFound();
         // The inviter's right, read again under the project's lock: they may have left or been removed.
         if (!isManager(await t.lockPermission(request.projectID, caller.userId)))
           throw ProjectErrors.notMember("Only the project's Owner or a Co-Owner may invite.");
@@ -98,11 +98,12 @@ export function createMembershipService(deps: {
       if (request.isAccepted === undefined) throw ProjectErrors.invalid("/isAccepted", "is required");
       const accept = request.isAccepted;
       await projects.transaction(async (t) => {
+        // A fenced user neither joins nor declines.
+        await requireLive(t, caller);
         const invitation = await t.lockPermission(request.projectID, caller.userId);
         if (!invitation || invitation.isAccepted) throw ProjectErrors.invitationNotFound();
-        // Blacklist may decline, not join (behaviour.md §8); a fenced user does neither.
+        // Blacklist may decline, not join (behaviour.md §8).
         if (accept) requireWriter(caller);
-        await requireLive(t, caller);
         if (accept) invitation.isAccepted = true;
         else t.remove(invitation);
         await t.save();
@@ -140,9 +141,9 @@ export function createMembershipService(deps: {
       // Blacklist may leave, not remove others (behaviour.md §8).
       if (!self) requireWriter(caller);
       await projects.transaction(async (t) => {
+        await requireLive(t, caller);
         const locked = await t.lockById(project.id);
         if (!locked) throw ProjectErrors.notFound();
-        await requireLive(t, caller);
         const actor = await t.lockPermission(project.id, caller.userId);
         if (!self && !isManager(actor)) {
           throw ProjectErrors.notMember("Only the project's Owner or a Co-Owner may remove others.");

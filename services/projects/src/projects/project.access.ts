@@ -48,6 +48,8 @@ export function requireWriter(caller: Caller): void {
  * The users a write is made for still exist: none is fenced by a deletion (read in the write's own
  * transaction, under their shared locks, so a deletion fencing them waits for it, and sees what it wrote).
  * The caller fenced: 401 (the account is gone); another user (an invitee): 404, as a user that does not exist.
+ * First in every write's transaction (after the review queue's lock): a deletion's clean-up holds the
+ * user's lock while it locks rows, so a write must not hold a row while it waits for that lock.
  */
 export async function requireLive(t: ProjectTx, caller: Caller, others: number[] = []): Promise<void> {
   const fenced = await t.fencedAmong([caller.userId, ...others]);

@@ -213,9 +213,9 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
         const { dto, replaced } = await projects.transaction(async (t) => {
           // A new file joins the review queue: counted under its lock, taken before the project's as Add does.
           if (uploaded) await t.lockReviewQueue();
+          await requireLive(t, caller);
           const locked = await t.lockById(id);
           if (!locked) throw ProjectErrors.notFound();
-          await requireLive(t, caller);
           if (await t.nameTaken(name, id)) throw ProjectErrors.nameTaken();
           locked.name = name;
           if (description !== null) locked.description = description;
@@ -256,9 +256,9 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
         throw ProjectErrors.notMember("Only an Admin or the project's Owner may delete it.");
       }
       const fileHash = await projects.transaction(async (t) => {
+        await requireLive(t, caller);
         const project = await t.lockById(id);
         if (!project) throw ProjectErrors.notFound();
-        await requireLive(t, caller);
         if (project.isAuctionCreated)
           throw ProjectErrors.auctionExists("the project can no longer be deleted");
         return removeProject(t, project, ctx);
@@ -273,10 +273,10 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       requireWriter(caller);
       if (caller.role === "Base" && project.status !== "Approved") throw baseRefusal();
       return projects.transaction(async (t) => {
-        const locked = await t.lockById(id);
-        if (!locked) throw ProjectErrors.notFound();
         // A rating row of the caller: not once a deletion fenced them.
         await requireLive(t, caller);
+        const locked = await t.lockById(id);
+        if (!locked) throw ProjectErrors.notFound();
         if (caller.role === "Base" && locked.status !== "Approved") throw baseRefusal();
         await t.upsertRating(id, caller.userId, value);
         locked.rating = await t.meanRating(id);
@@ -321,11 +321,11 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       if (!isReviewer(caller))
         throw ProjectErrors.roleForbidden("Only a Viewer or an Admin may review proposals.");
       const outcome = await projects.transaction(async (t) => {
+        await requireLive(t, caller);
         const project = await t.lockById(id);
         if (!project) throw ProjectErrors.notFound();
         // No self-review: a member or invitee of the project (any permission row) does not judge it.
         if (await t.lockPermission(id, caller.userId)) throw ProjectErrors.selfReview();
-        await requireLive(t, caller);
         if (project.viewerAccepted) throw ProjectErrors.alreadyReviewed();
         if (reply) {
           project.viewerAccepted = true;
@@ -345,9 +345,9 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       const markdown = parseMarkdown(markdownInput);
       await requireMember(caller, id);
       return projects.transaction(async (t) => {
+        await requireLive(t, caller);
         const project = await t.lockById(id);
         if (!project) throw ProjectErrors.notFound();
-        await requireLive(t, caller);
         project.markdown = markdown;
         await t.save();
         return toProjectDto(project);

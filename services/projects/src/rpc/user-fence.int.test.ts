@@ -1,5 +1,5 @@
 import { testMessageContext } from "@fundraise/bus/testing";
-import { ProjectsRpc, UsersRpc } from "@fundraise/protocol";
+import { ProjectsRpc, UsersEvents, UsersRpc } from "@fundraise/protocol";
 import { createOrm, silentLogger } from "@fundraise/service-kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrations } from "../db/migrations/index.ts";
@@ -160,6 +160,27 @@ describe("the fence", () => {
       orphan_permissions: 0,
       orphan_ratings: 0,
     });
+  });
+
+  it("a member's write racing the clean-up of its deletion never deadlocks: the write takes the user's lock first (30 rounds)", async () => {
+    const outcomes = new Map<string, number>();
+    for (let round = 0; round < 30; round++) {
+      const member = await seed(h);
+      const { id } = await teamWith(member);
+      await setReview(h, id, { viewerAccepted: true, status: "Approved" });
+      // A rating of the member: the clean-up locks the project's row to recompute the mean.
+      await h.client.call(ProjectsRpc.rate, { caller: member.caller, id, rating: 4 });
+      const [write] = await Promise.allSettled([
+        h.client.call(ProjectsRpc.updateMarkdown, { caller: member.caller, id, markDown: `r${round}` }),
+        h.client.publish(UsersEvents.deleted, { userId: member.user.id, address: member.user.address }),
+      ]);
+      const key = write.status === "fulfilled" ? "ok" : String((write.reason as { code?: string }).code);
+      outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
+    }
+    // Written before the clean-up, or refused after it (the member is gone); never a deadlock's 503 or a 500.
+    expect(
+      [...outcomes.keys()].filter((k) => !["ok", "TOKEN_REVOKED", "PROJECT_NOT_MEMBER"].includes(k)),
+    ).toEqual([]);
   });
 
   it("a fence whose deletion never committed is lifted by the sweep; one whose event was lost removes the rows", async () => {
