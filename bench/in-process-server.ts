@@ -25,7 +25,7 @@ const notWired = async () => {
 };
 const users = createUserService({
   users: createUserRepository(() => orm.em.fork(), pool),
-  projects: { fence: notWired, unfence: notWired },
+  projects: { fence: notWired, unfence: notWired, removeRows: notWired },
   sessions: notWired,
 });
 const app = Fastify();

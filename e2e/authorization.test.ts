@@ -248,12 +248,8 @@ async function adminSetsRoleThenSignIn(
 ): Promise<string> {
   const changed = await call("PATCH", `/user/updaterole/${user.wallet.address}/${role}`, tokenOf("Admin"));
   expect(changed.status).toBe(200);
-  // The auth service revokes older tokens when the role-changed event reaches it, just after.
-  await waitFor(
-    async () => (await call("GET", "/user/get", user.token)).status === 401,
-    10_000,
-    "revocation",
-  );
+  // Older tokens are revoked before the change answers.
+  expect((await call("GET", "/user/get", user.token)).status).toBe(401);
   const again = await via.login(user.wallet);
   expect(again.status).toBe(200);
   const token = again.body.data as string;
@@ -304,6 +300,46 @@ describe("which role wins, and revocation that survives Redis (behaviour.md §7)
     });
     const next = await own.login(user.wallet);
     expect(claimsOf(next.body.data).role).toBe("Whitelist");
+  });
+
+  it("a chain change mined before an admin's demotion does not undo it, even in the same second (20 rounds)", async () => {
+    const user = await newUser("Base");
+    const db = new pg.Client({ connectionString: sys.databaseUrl });
+    await db.connect();
+    const wrong: string[] = [];
+    try {
+      for (let round = 0; round < 20; round++) {
+        const status = round % 2 === 0 ? UserStatus.Viewer : UserStatus.Whitelisted;
+        // Mined (receipt in hand) before the admin's request leaves; its fact reaches the users service after.
+        const receipt = await confirm(
+          chainAdmin().getFunction("editUserStatus")(user.wallet.address, status),
+        );
+        const demoted = await call(
+          "PATCH",
+          `/user/updaterole/${user.wallet.address}/Blacklist`,
+          tokenOf("Admin"),
+        );
+        expect(demoted.status).toBe(200);
+        await waitFor(
+          async () =>
+            Number(
+              (await db.query(`select chain_role_block from users."user" where id = $1`, [user.id])).rows[0]
+                ?.chain_role_block ?? 0,
+            ) >= receipt.blockNumber,
+          10_000,
+          "the chain fact applied",
+        );
+        const { rows } = await db.query(`select role from users."user" where id = $1`, [user.id]);
+        if (rows[0]?.role !== "Blacklist")
+          wrong.push(`round ${round}: ${await roleStory(user.id, receipt.blockNumber)}`);
+        expect(
+          (await call("PATCH", `/user/updaterole/${user.wallet.address}/Base`, tokenOf("Admin"))).status,
+        ).toBe(200);
+      }
+    } finally {
+      await db.end();
+    }
+    expect(wrong.slice(0, 2), `${wrong.length} of 20 rounds ended with the chain's older role`).toEqual([]);
   });
 
   it("a session Redis lost is rebuilt from Postgres: revoked tokens stay refused, the role stays", async () => {

@@ -188,6 +188,11 @@ export const ProjectsRpc = {
   fenceUser: defineRpc("projects.user.fence", { request: Type.Object({ userId: Id }), response: Done }),
   /** The deletion that fenced the user did not commit: the fence goes (a user who still exists). */
   unfenceUser: defineRpc("projects.user.unfence", { request: Type.Object({ userId: Id }), response: Done }),
+  /**
+   * The deletion committed: the user's permissions, invitations and ratings go (ratings recomputed), before
+   * the deletion answers. Idempotent; the `users.user.deleted` event does the same later.
+   */
+  removeUser: defineRpc("projects.user.remove", { request: Type.Object({ userId: Id }), response: Done }),
 } as const;
 
 export const ProjectsEvents = {

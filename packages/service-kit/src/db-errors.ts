@@ -12,8 +12,8 @@ export function translateDbError(error: unknown, conflict?: { code: string; mess
   if (error instanceof ConnectionException || isConnectionLoss(error)) {
     return errors.unavailable(ErrorCode.DB_UNAVAILABLE, "The database is unavailable.", { cause: error });
   }
-  if (hasSqlState(error, /^40(001|P01)$/)) {
-    // A deadlock or serialization failure: the database chose this write to give way; it may be repeated.
+  if (hasSqlState(error, /^(40001|40P01|55P03)$/)) {
+    // A deadlock, a serialization failure or a lock not had in time: this write gave way; it may be repeated.
     return errors.unavailable(
       ErrorCode.DB_UNAVAILABLE,
       "The write met a concurrent one and was not applied; try again.",

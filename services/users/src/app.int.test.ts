@@ -25,6 +25,7 @@ describe("start-up", () => {
       "select table_name from information_schema.tables where table_schema = 'users' order by 1",
     );
     expect(tables.rows.map((r) => r.table_name)).toEqual([
+      "address_sanction",
       "mikro_orm_migrations",
       "outbox",
       "processed_message",

@@ -38,10 +38,27 @@ export async function startUsersApp(deps: {
       pendingInvitations,
       projects: {
         fence: async (userId, ctx) => void (await bus.call(ProjectsRpc.fenceUser, { userId }, ctx)),
-        unfence: async (userId, ctx) => void (await bus.call(ProjectsRpc.unfenceUser, { userId }, ctx)),
+        // After a failed deletion, whose deadline may have passed: the trace goes on, the deadline does not.
+        unfence: async (userId, ctx) =>
+          void (await bus.call(
+            ProjectsRpc.unfenceUser,
+            { userId },
+            { requestId: ctx.requestId, traceparent: ctx.traceparent },
+          )),
+        removeRows: async (userId, ctx) => void (await bus.call(ProjectsRpc.removeUser, { userId }, ctx)),
       },
       sessions: async (change, ctx) => void (await bus.call(AuthRpc.applySession, change, ctx)),
       chainRole: async (address, ctx) => (await bus.call(ChainRpc.role, { address }, ctx)).role,
+      // Best effort and short: without it an admin's change is dated by its time alone.
+      chainHead: async (ctx) => {
+        try {
+          const { headBlock } = await bus.call(ChainRpc.progress, {}, { ...ctx, timeoutMs: 1_000 });
+          return headBlock >= 0 ? headBlock : null;
+        } catch (err) {
+          ctx.log.debug({ err }, "chain head unknown; the admin's change is dated by its time");
+          return null;
+        }
+      },
     });
     await serveUsersRpc(bus, users);
     await subscribeUsers(bus, users);

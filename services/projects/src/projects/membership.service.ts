@@ -5,7 +5,7 @@ import { ProjectErrors } from "./project.errors.ts";
 import { type PermissionOut, toPermission } from "./project.mapper.ts";
 import type { OpContext, UserDirectory, UserDtoOut } from "./project.ports.ts";
 import type { ProjectRepository } from "./project.repository.ts";
-import { parseInvitedRole, sameText } from "./project.validation.ts";
+import { parseInvitedRole } from "./project.validation.ts";
 
 export type PermissionRequest = RequestOf<typeof ProjectsRpc.invite>["request"];
 
@@ -71,7 +71,7 @@ export function createMembershipService(deps: {
         throw ProjectErrors.notMember("Only the project's Owner or a Co-Owner may invite.");
       const username = request.username?.trim();
       if (!username) throw ProjectErrors.invalid("/username", "is required");
-      if (sameText(username, caller.username)) throw ProjectErrors.selfInvite();
+      // Who is named is decided by id: the token's username may be older than a rename.
       const invitee = await users.byUsername(username, ctx);
       if (!invitee) throw ProjectErrors.userNotFound();
       if (invitee.id === caller.userId) throw ProjectErrors.selfInvite();
@@ -132,7 +132,9 @@ export function createMembershipService(deps: {
       const { project } = await findVisible(projects, caller, request.projectID);
       const username = request.username?.trim();
       let targetId = caller.userId;
-      if (username && !sameText(username, caller.username)) {
+      // Resolved even when it looks like the caller's own: the token's username may be older than a rename,
+      // and another user may hold it now.
+      if (username) {
         const user = await users.byUsername(username, ctx);
         if (!user) throw ProjectErrors.userNotFound();
         targetId = user.id;

@@ -64,6 +64,11 @@ export const ProjectErrors = {
   selfInvite: () => errors.validation(ErrorCode.USER_SELF_ACTION, "You cannot invite yourself."),
   ownerStays: (message: string) => errors.conflict(ErrorCode.MEMBERSHIP_OWNER, message),
   // Users
+  fenceTooLate: () =>
+    errors.timeout(
+      ErrorCode.RPC_TIMEOUT,
+      "The user's writes did not finish in time to delete the account; try again.",
+    ),
   ownerCannotGo: () =>
     errors.conflict(
       ErrorCode.USER_OWNS_PROJECT,

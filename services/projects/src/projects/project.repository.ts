@@ -93,8 +93,11 @@ export interface ProjectTx {
    * end of the transaction: a fence placed afterwards waits for this transaction and sees what it wrote.
    */
   fencedAmong(userIds: number[]): Promise<number[]>;
-  /** Takes the user's lock exclusively: every write for the user that began has committed or rolled back. */
-  lockUser(userId: number): Promise<void>;
+  /**
+   * Takes the user's lock exclusively: every write for the user that began has committed or rolled back.
+   * With `timeoutMs`, waits at most that long (then fails: 503, to repeat).
+   */
+  lockUser(userId: number, timeoutMs?: number): Promise<void>;
   /** Whether the user is an accepted Owner of a project. */
   ownsProject(userId: number): Promise<boolean>;
   /** Fences the user (idempotent); with `deleted`, records that the deletion is confirmed. */
@@ -166,7 +169,11 @@ export function createProjectRepository(em: () => EntityManager): ProjectReposit
       );
       return rows.map((r) => Number(r.user_id));
     },
-    async lockUser(userId) {
+    async lockUser(userId, timeoutMs) {
+      if (timeoutMs !== undefined) {
+        // SET takes no parameters; the value is an integer we made.
+        await executor.query(`set local lock_timeout = ${Math.max(1, Math.ceil(timeoutMs))}`);
+      }
       await executor.query(`select pg_advisory_xact_lock(${USER_LOCK}, $1)`, [userId]);
     },
     async ownsProject(userId) {

@@ -62,8 +62,3 @@ export function parseInvitedRole(role: string | undefined): PermissionRole {
   if (wanted === "Co-Owner" || wanted === "Editor") return wanted;
   throw ProjectErrors.invalid("/role", "must be Co-Owner or Editor");
 }
-
-/** Usernames are unique case-insensitively. */
-export function sameText(a: string, b: string): boolean {
-  return a.toLowerCase() === b.toLowerCase();
-}

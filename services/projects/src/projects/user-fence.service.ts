@@ -19,7 +19,8 @@ import type { ProjectRepository } from "./project.repository.ts";
  *    the user still exists (or removes the rows when the user is gone and the event was lost).
  */
 export interface UserFenceService {
-  fence(userId: number): Promise<void>;
+  /** Bounded by the deletion's deadline: a fence is never placed after the deletion stopped waiting for it. */
+  fence(userId: number, ctx: OpContext & { deadline?: number | undefined }): Promise<void>;
   unfence(userId: number, ctx: OpContext): Promise<void>;
   /** A user was deleted: their permissions and ratings go, and the ratings they leave are recomputed. */
   removeUser(userId: number, ctx: OpContext): Promise<void>;
@@ -28,6 +29,8 @@ export interface UserFenceService {
 }
 
 const SWEEP_BATCH = 100;
+/** Kept of a deletion's deadline for the fence's answer to travel back. */
+const FENCE_ANSWER_MARGIN_MS = 250;
 
 export function createUserFenceService(deps: {
   projects: ProjectRepository;
@@ -59,17 +62,26 @@ export function createUserFenceService(deps: {
   };
 
   return {
-    fence: (userId) =>
+    fence: (userId, ctx) =>
       projects.transaction(async (t) => {
-        await t.lockUser(userId);
-        if (await t.ownsProject(userId)) {
-          throw ProjectErrors.ownerCannotGo();
-        }
+        // The users service's transaction waits for this answer until its deadline, then rolls back and
+        // lifts the fence: so this never waits for the user's lock, nor commits, past that deadline (less a
+        // margin for the answer's way back). Otherwise a fence could land after its lifting.
+        const until = ctx.deadline === undefined ? undefined : ctx.deadline - FENCE_ANSWER_MARGIN_MS;
+        const left = () => (until === undefined ? undefined : until - Date.now());
+        if ((left() ?? 1) <= 0) throw ProjectErrors.fenceTooLate();
+        await t.lockUser(userId, left());
+        if (await t.ownsProject(userId)) throw ProjectErrors.ownerCannotGo();
         await t.fence(userId, false);
+        if ((left() ?? 1) <= 0) throw ProjectErrors.fenceTooLate();
       }),
 
     async unfence(userId, ctx) {
-      const lifted = await projects.transaction((t) => t.unfence(userId));
+      // Under the user's lock: a fence still being placed commits (or not) first, and is lifted here.
+      const lifted = await projects.transaction(async (t) => {
+        await t.lockUser(userId);
+        return t.unfence(userId);
+      });
       if (lifted) ctx.log.info({ userId }, "fence lifted: the user's deletion did not commit");
     },
 

@@ -54,12 +54,16 @@ export async function serveProjectsRpc(
   // Asked by the users service (GET /user/get's invitations).
   await bus.serve(ProjectsRpc.pendingInvitations, ({ userId }) => m.pendingInvitations(userId));
   // Asked by the users service inside a deletion's transaction, and when that transaction failed.
-  await bus.serve(ProjectsRpc.fenceUser, async ({ userId }) => {
-    await fences.fence(userId);
+  await bus.serve(ProjectsRpc.fenceUser, async ({ userId }, ctx) => {
+    await fences.fence(userId, ctx);
     return null;
   });
   await bus.serve(ProjectsRpc.unfenceUser, async ({ userId }, ctx) => {
     await fences.unfence(userId, ctx);
+    return null;
+  });
+  await bus.serve(ProjectsRpc.removeUser, async ({ userId }, ctx) => {
+    await fences.removeUser(userId, ctx);
     return null;
   });
   // Asked by the storage service (orphan pins: content no project holds).

@@ -183,6 +183,54 @@ describe("the fence", () => {
     ).toEqual([]);
   });
 
+  it("when a deletion answers, the user's memberships and ratings are already gone (ratings recomputed)", async () => {
+    const member = await seed(h);
+    const { owner, id } = await teamWith(member);
+    await setReview(h, id, { viewerAccepted: true, status: "Approved" });
+    await h.client.call(ProjectsRpc.rate, { caller: member.caller, id, rating: 5 });
+    await h.client.call(ProjectsRpc.rate, { caller: owner.caller, id, rating: 1 });
+    await h.client.call(UsersRpc.deleteSelf, { caller: member.caller });
+    // No waiting for the deletion's event.
+    const { rows } = await h.sql.query(
+      `select (select count(*) from projects.permission where user_id = $1)::int as p,
+              (select count(*) from projects.rating where user_id = $1)::int as r`,
+      [member.user.id],
+    );
+    expect(rows[0]).toEqual({ p: 0, r: 0 });
+    expect((await h.client.call(ProjectsRpc.get, { caller: null, id })).rating).toBe(1);
+  });
+
+  it("a deletion that gave up waiting for the fence leaves no fence behind, even when the fence's lock comes later", async () => {
+    const member = await seed(h);
+    const { id } = await teamWith(member);
+    // A write of the member's holds its lock (shared) longer than the deletion waits.
+    const holder = await h.sql.connect();
+    try {
+      await holder.query("begin");
+      await holder.query("select pg_advisory_xact_lock_shared(hashtext('projects:user'), $1)", [
+        member.user.id,
+      ]);
+      await expect(
+        h.client.call(UsersRpc.deleteSelf, { caller: member.caller }, { timeoutMs: 1_500 }),
+      ).rejects.toBeTruthy();
+    } finally {
+      await holder.query("commit");
+      holder.release();
+    }
+    // The fence was never placed past the deletion's deadline (or was lifted under the lock): the member,
+    // who still exists, writes.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const fenced = await h.sql.query(`select 1 from projects.user_fence where user_id = $1`, [
+      member.user.id,
+    ]);
+    expect(fenced.rows).toEqual([]);
+    expect((await h.client.call(UsersRpc.get, { caller: member.caller })).id).toBe(member.user.id);
+    expect(
+      (await h.client.call(ProjectsRpc.updateMarkdown, { caller: member.caller, id, markDown: "still here" }))
+        .markDown,
+    ).toBe("still here");
+  });
+
   it("a fence whose deletion never committed is lifted by the sweep; one whose event was lost removes the rows", async () => {
     const orm = await createOrm({
       url: h.db.url,

@@ -45,7 +45,11 @@ describe("users.user.delete-self", () => {
   it("fences the user in the projects service before it commits, and the session says deleted before it answers", async () => {
     const user = await seedUser(h.sql);
     await h.client.call(UsersRpc.deleteSelf, { caller: callerOf(user) });
-    expect(h.projects.calls.filter((c) => c.userId === user.id)).toEqual([{ op: "fence", userId: user.id }]);
+    // Fenced before the commit; its rows there removed before the answer.
+    expect(h.projects.calls.filter((c) => c.userId === user.id)).toEqual([
+      { op: "fence", userId: user.id },
+      { op: "remove", userId: user.id },
+    ]);
     expect(h.sessions.state(user.id)).toEqual({ role: null, version: 2, revokedBelow: 2, deleted: true });
   });
 
@@ -120,7 +124,7 @@ describe("users.user.delete-self", () => {
     expect(await exists(first!.id)).toBe(false);
   });
 
-  it("two Admins, the only two, deleting each other at once: one succeeds, one gets 409 USER_LAST_ADMIN", async () => {
+  it("two Admins, the only two, deleting each other at once: one succeeds, the other is no Admin any more (403)", async () => {
     const [a, b] = await onlyAdmins(2);
     // Hold both rows, so that both deletions are under way at the same time before either may proceed.
     const blocker = await h.sql.connect();
@@ -145,9 +149,10 @@ describe("users.user.delete-self", () => {
     blocker.release();
     const results = await calls;
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    // The second finds its caller deleted by the first: judged by the current state, not the gateway's.
     expect(results.find((r) => r.status === "rejected")?.reason).toMatchObject({
-      kind: "conflict",
-      code: "USER_LAST_ADMIN",
+      kind: "forbidden",
+      code: "ROLE_FORBIDDEN",
     });
     const { rows } = await h.sql.query(`select id from users."user" where role = 'Admin'`);
     expect(rows).toHaveLength(1);
@@ -209,14 +214,15 @@ describe("users.user.delete (admin)", () => {
     expect(await exists(owner.id)).toBe(true);
   });
 
-  it("409 USER_LAST_ADMIN when the target is the only Admin left (the caller was demoted meanwhile)", async () => {
+  it("403 ROLE_FORBIDDEN when the caller was demoted after the gateway read its role; nobody is deleted", async () => {
     const [target] = await onlyAdmins(1);
     const demoted = await seedUser(h.sql, { role: "Base" });
     await expectAppError(
       h.client.call(UsersRpc.delete, { caller: callerOf(demoted, "Admin"), id: target!.id }),
-      "conflict",
-      "USER_LAST_ADMIN",
+      "forbidden",
+      "ROLE_FORBIDDEN",
     );
+    expect(await exists(target!.id)).toBe(true);
   });
 
   it("403 ROLE_FORBIDDEN for a caller who is not an Admin", async () => {

@@ -10,6 +10,7 @@ import {
   receivedEvent,
   seedUser,
   startHarness,
+  uniqueName,
 } from "../test/harness.ts";
 
 // Roles: an admin's updateRole, the auth service's setChainRole, and the chain-indexer's status facts.
@@ -94,6 +95,82 @@ describe("users.user.update-role (admin)", () => {
       role: "Viewer",
     });
     expect(h.sessions.state(user.id)).toMatchObject({ role: "Viewer", version: 2 });
+  });
+
+  it("two Admins demoting each other at once never leave the platform without an Admin (20 rounds)", async () => {
+    for (let round = 0; round < 20; round++) {
+      await h.sql.query(`update users."user" set role = 'Base' where role = 'Admin'`);
+      const [a, b] = await Promise.all([
+        seedUser(h.sql, { role: "Admin" }),
+        seedUser(h.sql, { role: "Admin" }),
+      ]);
+      const results = await Promise.allSettled([
+        h.client.call(UsersRpc.updateRole, { caller: callerOf(a), address: b.address, role: "Base" }),
+        h.client.call(UsersRpc.updateRole, { caller: callerOf(b), address: a.address, role: "Base" }),
+      ]);
+      // The second, serialized behind the first on the Admin rows, finds its caller no Admin any more.
+      expect(results.map((r) => r.status).sort()).toEqual(["fulfilled", "rejected"]);
+      expect((results.find((r) => r.status === "rejected") as PromiseRejectedResult).reason).toMatchObject({
+        kind: "forbidden",
+        code: "ROLE_FORBIDDEN",
+      });
+      const { rows } = await h.sql.query(`select count(*)::int as n from users."user" where role = 'Admin'`);
+      expect(rows[0]?.n).toBe(1);
+    }
+  });
+
+  it("an admin's Blacklist outlives the account: the same wallet signing up again starts Blacklisted", async () => {
+    const admin = await seedUser(h.sql, { role: "Admin" });
+    const user = await seedUser(h.sql);
+    await h.client.call(UsersRpc.updateRole, {
+      caller: callerOf(admin),
+      address: user.address,
+      role: "Blacklist",
+    });
+    await h.client.call(UsersRpc.deleteSelf, { caller: callerOf(user, "Blacklist") });
+    const again = await h.client.call(UsersRpc.register, {
+      address: user.address.toLowerCase(),
+      name: "Ada",
+      surname: "Lovelace",
+      username: uniqueName(),
+      mailAddress: `${uniqueName()}@example.org`,
+      pendingUntil: new Date(Date.now() + 86_400_000).toISOString(),
+      proof: "nonce",
+    });
+    expect(await roleOf(again.userId)).toBe("Blacklist");
+    // Recorded with who decided it, and dated as the admin's change: a first chain read only records.
+    expect(await history(again.userId)).toEqual([
+      { previous_role: "Base", new_role: "Blacklist", changed_by: String(admin.id), source_tx: null },
+    ]);
+    const { rows: mail } = await h.sql.query(`select mail_address from users."user" where id = $1`, [
+      again.userId,
+    ]);
+    await h.client.call(UsersRpc.markVerified, { userId: again.userId, mailAddress: mail[0]?.mail_address });
+    expect(await h.client.call(UsersRpc.setChainRole, { address: user.address, role: "Base" })).toMatchObject(
+      {
+        role: "Blacklist",
+      },
+    );
+
+    // An admin lifting it lifts it for good: the next account of the address starts Base.
+    await h.client.call(UsersRpc.updateRole, {
+      caller: callerOf(admin),
+      address: user.address,
+      role: "Base",
+    });
+    await h.client.call(UsersRpc.deleteSelf, {
+      caller: { userId: again.userId, username: "x", address: user.address, role: "Base" },
+    });
+    const third = await h.client.call(UsersRpc.register, {
+      address: user.address,
+      name: "Ada",
+      surname: "Lovelace",
+      username: uniqueName(),
+      mailAddress: `${uniqueName()}@example.org`,
+      pendingUntil: new Date(Date.now() + 86_400_000).toISOString(),
+      proof: "nonce",
+    });
+    expect(await roleOf(third.userId)).toBe("Base");
   });
 
   it("every role change raises the account version the session and tokens carry", async () => {

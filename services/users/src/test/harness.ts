@@ -84,12 +84,13 @@ export function sessionStandIn(): SessionStandIn {
 }
 
 /**
- * A STAND-IN for the projects service's RPCs the users service calls: the fence (refuses `owners`, records
- * every call) and the pending invitations (`invitations`; unset: unavailable, as when projects is down).
+ * A STAND-IN for the projects service's RPCs the users service calls: the fence and the deleted user's rows
+ * (refuses `owners`, records every call) and the pending invitations (`invitations`; unset: unavailable, as
+ * when projects is down).
  */
 export interface ProjectsStandIn extends HarnessService {
   owners: Set<number>;
-  calls: { op: "fence" | "unfence"; userId: number }[];
+  calls: { op: "fence" | "unfence" | "remove"; userId: number }[];
   invitations: ((userId: number, ctx: MessageContext) => Promise<Invitation[]>) | undefined;
 }
 
@@ -115,6 +116,10 @@ export function projectsStandIn(): ProjectsStandIn {
       });
       await bus.serve(ProjectsRpc.unfenceUser, async ({ userId }) => {
         standIn.calls.push({ op: "unfence", userId });
+        return null;
+      });
+      await bus.serve(ProjectsRpc.removeUser, async ({ userId }) => {
+        standIn.calls.push({ op: "remove", userId });
         return null;
       });
       return { stop: async () => undefined };

@@ -1,7 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { decideChainRole, type RoleSources } from "./role-precedence.ts";
 
-const base: RoleSources = { role: "Base", chainRole: null, chainPosition: null, adminRoleAt: null };
+const base: RoleSources = {
+  role: "Base",
+  chainRole: null,
+  chainPosition: null,
+  adminRoleAt: null,
+  adminRoleBlock: null,
+};
 const t = (s: number) => new Date(1_800_000_000_000 + s * 1000);
 
 describe("decideChainRole (behaviour.md §7: the newer source wins)", () => {
@@ -47,5 +53,22 @@ describe("decideChainRole (behaviour.md §7: the newer source wins)", () => {
     // Block timestamp 10 s: mined in the admin's second, possibly after the change (the fact arrives after it).
     expect(decideChainRole(demoted, fact(t(10)))).toEqual({ record: true, role: "Whitelist" });
     expect(decideChainRole(demoted, fact(t(9)))).toEqual({ record: true, role: null });
+  });
+
+  it("a block up to the head the index knew at the admin's change is older, even within the same second", () => {
+    // The chain's change was mined in block 7 at second 10, then an admin demoted at 10.9 s knowing head 7.
+    const demoted = {
+      ...base,
+      role: "Blacklist" as const,
+      chainRole: "Base" as const,
+      adminRoleAt: t(10.9),
+      adminRoleBlock: 7,
+    };
+    const fact = (block: number) =>
+      ({ kind: "fact", role: "Viewer", position: { block, logIndex: 0 }, at: t(10) }) as const;
+    expect(decideChainRole(demoted, fact(7))).toEqual({ record: true, role: null });
+    expect(decideChainRole(demoted, fact(6))).toEqual({ record: true, role: null });
+    // A later block of that second may have been mined after the change: the chain wins the tie.
+    expect(decideChainRole(demoted, fact(8))).toEqual({ record: true, role: "Viewer" });
   });
 });

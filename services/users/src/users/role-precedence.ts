@@ -13,6 +13,8 @@ export interface RoleSources {
   chainPosition: ChainPosition | null;
   /** When an admin last changed the role; null: never. */
   adminRoleAt: Date | null;
+  /** The chain's head block as the index knew it at that change; null: not known (then the time decides). */
+  adminRoleBlock: number | null;
 }
 
 export interface ChainPosition {
@@ -38,20 +40,29 @@ export const isAfter = (a: ChainPosition, b: ChainPosition) =>
   a.block > b.block || (a.block === b.block && a.logIndex > b.logIndex);
 
 /**
- * Whether an admin's change is newer than a chain change dated `chainAt`. The chain dates its changes by
- * block timestamp, in whole seconds, so the two are compared at that resolution: a block of the same
- * second as the admin's change may have been mined after it, and the chain, which cannot be asked again,
- * wins that tie (its fact is the one being processed, so it arrived after the admin's change).
+ * Whether an admin's change is newer than a chain change in block `chainBlock`, dated `chainAt`. The admin's
+ * change records the head block the index knew then: a change in a block up to it was mined before the
+ * admin's. Otherwise (a later block, or no head known) the times decide; block timestamps are whole seconds,
+ * so the two are compared at that resolution, and the chain wins a tie: a block of the same second, later
+ * than the head the index knew, may well have been mined after the admin's change.
  */
-export const adminChangeIsNewer = (adminRoleAt: Date | null, chainAt: Date) =>
-  adminRoleAt !== null && Math.floor(adminRoleAt.getTime() / 1000) > Math.floor(chainAt.getTime() / 1000);
+export const adminChangeIsNewer = (
+  admin: Pick<RoleSources, "adminRoleAt" | "adminRoleBlock">,
+  chainAt: Date,
+  chainBlock: number,
+) => {
+  if (admin.adminRoleAt === null) return false;
+  if (admin.adminRoleBlock !== null && chainBlock <= admin.adminRoleBlock) return true;
+  return Math.floor(admin.adminRoleAt.getTime() / 1000) > Math.floor(chainAt.getTime() / 1000);
+};
 
 export function decideChainRole(user: RoleSources, seen: ChainObservation): ChainDecision {
   const applies = (role: UserRole) => (role === user.role ? null : role);
   if (seen.kind === "fact") {
     // Facts may arrive late or twice: one at or before what was applied changes nothing.
     if (user.chainPosition && !isAfter(seen.position, user.chainPosition)) return IGNORE;
-    return { record: true, role: adminChangeIsNewer(user.adminRoleAt, seen.at) ? null : applies(seen.role) };
+    const adminNewer = adminChangeIsNewer(user, seen.at, seen.position.block);
+    return { record: true, role: adminNewer ? null : applies(seen.role) };
   }
   // A read: the chain changed only if it says something else than when last seen. When it was never seen,
   // its history is unknown and counts as older than an admin's explicit decision.

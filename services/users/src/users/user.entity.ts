@@ -27,6 +27,8 @@ export const User = defineEntity({
     chainRoleLogIndex: p.integer().nullable(),
     /** When an admin last changed the role; a chain change must be newer to override it. */
     adminRoleAt: p.datetime().nullable(),
+    /** The chain's head block as the index knew it at that change: facts up to it are older (role-precedence.ts). */
+    adminRoleBlock: p.bigint("number").nullable(),
     /**
      * Raised by every role change; the session and each token carry it (protocol sessions.ts): an admin's
      * change revokes the tokens issued at an older version.

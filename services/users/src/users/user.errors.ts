@@ -36,8 +36,8 @@ export const UserErrors = {
   sessionsPending: (cause: unknown) =>
     errors.unavailable(
       ErrorCode.SERVICE_UNAVAILABLE,
-      "The change is saved, but the user's sessions could not be updated yet; it takes effect within " +
-        "moments. Repeat the request to confirm.",
+      "The change is saved, but it could not reach the user's sessions and projects yet; it takes effect " +
+        "within moments. Repeat the request to confirm.",
       { cause },
     ),
   invalidRole: (role: string) =>

@@ -11,6 +11,13 @@ import { conflictOfConstraint } from "./user.errors.ts";
 export const USERS_SCHEMA = "users";
 
 export type UniqueField = "address" | "mailAddress" | "username";
+
+/** An admin's Blacklist of an address: when, at which chain head, by whom. */
+export interface Sanction {
+  at: Date;
+  block: number | null;
+  changedBy: string;
+}
 const COLUMN: Record<UniqueField, string> = {
   address: "address",
   mailAddress: "mail_address",
@@ -66,10 +73,11 @@ export interface UserTx {
   /** Users other than `exceptId` holding any of `wanted` (case-insensitively), locked in id order. */
   lockHolders(wanted: Partial<Record<UniqueField, string>>, exceptId?: number): Promise<User[]>;
   /**
-   * Locks every Admin row, always in id order, and answers how many there are: two admins deleting each
-   * other at once are serialized here (the second then sees one Admin left), and cannot deadlock.
+   * Locks every Admin row, always in id order, and answers their ids: two admins deleting or demoting each
+   * other at once are serialized here (the second then finds itself no Admin, or one Admin left), and
+   * cannot deadlock. Taken first by every admin's write, before the target's row.
    */
-  lockAdmins(): Promise<number>;
+  lockAdmins(): Promise<number[]>;
   /**
    * Serializes the sign-ups of one address (any case) for the rest of the transaction: a second one sees
    * what the first committed, even the row that did not exist when it started looking.
@@ -84,6 +92,12 @@ export interface UserTx {
     changedBy: string;
     sourceTx: string | null;
   }): void;
+  /**
+   * The address's admin Blacklist, kept beyond its account (`address_sanction`): set when an admin's change
+   * makes the role Blacklist, cleared by any other change; read by a sign-up of the address.
+   */
+  setSanction(address: string, sanction: Sanction | null): Promise<void>;
+  sanctionOf(address: string): Promise<Sanction | null>;
   /** Writes pending changes (ids of created users are known after it). */
   save(): Promise<void>;
   /** Queues an event in the outbox, in this transaction: published after commit, never on rollback. */
@@ -126,7 +140,7 @@ export function createUserRepository(em: () => EntityManager, pool: SqlPool): Us
         const { rows } = await executor.query(
           `SELECT id FROM ${USERS_SCHEMA}."user" WHERE role = 'Admin' ORDER BY id FOR UPDATE`,
         );
-        return rows.length;
+        return rows.map((r) => Number(r.id));
       },
       async lockSignUp(address) {
         await executor.query("select pg_advisory_xact_lock(hashtext('users:sign-up:' || lower($1)))", [
@@ -136,6 +150,35 @@ export function createUserRepository(em: () => EntityManager, pool: SqlPool): Us
       create: (row) => t.create(User, row),
       remove: (user) => t.remove(user),
       recordRoleChange: (change) => void t.create(RoleChange, change),
+      async setSanction(address, sanction) {
+        if (sanction === null) {
+          await executor.query(`DELETE FROM ${USERS_SCHEMA}.address_sanction WHERE address = $1`, [
+            address.toLowerCase(),
+          ]);
+          return;
+        }
+        await executor.query(
+          `INSERT INTO ${USERS_SCHEMA}.address_sanction (address, admin_role_at, admin_role_block, changed_by)
+           VALUES ($1, $2, $3, $4)
+           ON CONFLICT (address) DO UPDATE SET admin_role_at = excluded.admin_role_at,
+             admin_role_block = excluded.admin_role_block, changed_by = excluded.changed_by`,
+          [address.toLowerCase(), sanction.at, sanction.block, sanction.changedBy],
+        );
+      },
+      async sanctionOf(address) {
+        const { rows } = await executor.query(
+          `SELECT admin_role_at, admin_role_block, changed_by FROM ${USERS_SCHEMA}.address_sanction
+           WHERE address = $1`,
+          [address.toLowerCase()],
+        );
+        const row = rows[0];
+        if (!row) return null;
+        return {
+          at: new Date(row.admin_role_at as string),
+          block: row.admin_role_block == null ? null : Number(row.admin_role_block),
+          changedBy: String(row.changed_by),
+        };
+      },
       save: () => t.flush(),
       async emit(event, payload, ctx) {
         await enqueue(executor, event, payload, { schema: USERS_SCHEMA, context: ctx });

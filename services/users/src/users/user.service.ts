@@ -42,14 +42,16 @@ export type OpContext = RequestContext;
 export type PendingInvitations = (userId: number, ctx: OpContext) => Promise<Invitation[]>;
 
 /**
- * The projects service, as a deletion needs it (`projects.user.fence` / `unfence`): inside the deletion's
- * transaction, before it commits, the user is fenced there (refused with 409 while they own a project), so
- * no write of theirs can add a project, membership, invitation or rating afterwards; a deletion that does
- * not commit lifts the fence again.
+ * The projects service, as a deletion needs it: inside the deletion's transaction, before it commits, the
+ * user is fenced there (`projects.user.fence`, refused with 409 while they own a project), so no write of
+ * theirs can add a project, membership, invitation or rating afterwards; a deletion that does not commit
+ * lifts the fence again (`unfence`); one that commits removes the user's rows there before it answers
+ * (`removeRows`; its event does the same later).
  */
 export interface ProjectFence {
   fence(userId: number, ctx: OpContext): Promise<void>;
   unfence(userId: number, ctx: OpContext): Promise<void>;
+  removeRows(userId: number, ctx: OpContext): Promise<void>;
 }
 
 /** The auth service's session (`auth.session.apply`): holds the change when this resolves. */
@@ -63,6 +65,8 @@ export interface UserServiceDeps {
   pendingInvitations?: PendingInvitations;
   /** The chain role the index holds now (the chain-indexer's `chain.address.role`). */
   chainRole?: (address: string, ctx: OpContext) => Promise<UserRole>;
+  /** The chain's head block as the index knows it now; null when it cannot tell (then times decide). */
+  chainHead?: (ctx: OpContext) => Promise<number | null>;
   now?: () => Date;
 }
 
@@ -123,11 +127,12 @@ function roleSourcesOf(user: User): RoleSources {
         ? null
         : { block: Number(user.chainRoleBlock), logIndex: user.chainRoleLogIndex ?? 0 },
     adminRoleAt: user.adminRoleAt ?? null,
+    adminRoleBlock: user.adminRoleBlock == null ? null : Number(user.adminRoleBlock),
   };
 }
 
 const USER_STATUS_FACT = ChainEvents.userStatusChanged.name;
-/** Tries of a session change before a 503, and the pause before the second (then twice as long). */
+/** Tries of a step after a commit before a 503, and the pause before the second (then twice as long). */
 const SESSION_ATTEMPTS = 3;
 const SESSION_RETRY_MS = 150;
 
@@ -152,6 +157,18 @@ export function createUserService(deps: UserServiceDeps): UserService {
 
   function requireAdmin(caller: Caller): void {
     if (caller.role !== "Admin") throw UserErrors.adminOnly();
+  }
+
+  /**
+   * An admin's write decides from the current state: the Admin rows locked (in id order, so admins acting on
+   * each other are serialized) and the caller still among them. The gateway's role is of when the request
+   * began; another admin may have demoted or deleted the caller since (two admins demoting each other at once
+   * left no Admin). Answers the Admins' ids.
+   */
+  async function lockAuthority(t: UserTx, caller: Caller | null): Promise<number[]> {
+    const admins = await t.lockAdmins();
+    if (caller && !admins.includes(caller.userId)) throw UserErrors.adminOnly();
+    return admins;
   }
 
   /** Deletes the user in this transaction and announces it; answers the session change it makes. */
@@ -180,18 +197,24 @@ export function createUserService(deps: UserServiceDeps): UserService {
   }
 
   /**
-   * The session holds the change before it answers (behaviour.md §8, "at once"): a few tries within the
-   * caller's deadline; if auth cannot be reached, 503 (the change is saved; its event brings it to the
-   * session later, and repeating the request confirms it).
+   * What other services must hold of a committed change before it answers (behaviour.md §8, "at once"):
+   * the session always; the projects service's rows of a deleted user. A few tries each within the
+   * caller's deadline; if one cannot be reached, 503 (the change is saved; its event brings it there later,
+   * and repeating an updaterole confirms it).
    */
   async function inForce(change: SessionChange, ctx: OpContext): Promise<void> {
+    const steps = [() => deps.sessions(change, ctx)];
+    if (change.deleted) steps.push(() => deps.projects.removeRows(change.userId, ctx));
+    await Promise.all(steps.map((step) => retried(step, change.userId, ctx)));
+  }
+
+  async function retried(step: () => Promise<void>, userId: number, ctx: OpContext): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await deps.sessions(change, ctx);
-        return;
+        return await step();
       } catch (cause) {
         if (attempt >= SESSION_ATTEMPTS) throw UserErrors.sessionsPending(cause);
-        ctx.log.warn({ err: cause, userId: change.userId, attempt }, "session change not applied yet");
+        ctx.log.warn({ err: cause, userId, attempt }, "a committed change not applied elsewhere yet");
         await new Promise((resolve) => setTimeout(resolve, SESSION_RETRY_MS * attempt));
       }
     }
@@ -231,6 +254,18 @@ export function createUserService(deps: UserServiceDeps): UserService {
     user.role = role;
     user.accountVersion = Number(user.accountVersion) + 1;
     t.recordRoleChange({ userId: user.id, previousRole, newRole: role, ...change });
+    // An admin's Blacklist outlives the account (a new sign-up of the address starts Blacklisted).
+    const byAdmin = change.changedBy !== "chain" && role === "Blacklist";
+    await t.setSanction(
+      user.address,
+      byAdmin
+        ? {
+            at: user.adminRoleAt ?? now(),
+            block: user.adminRoleBlock == null ? null : Number(user.adminRoleBlock),
+            changedBy: change.changedBy,
+          }
+        : null,
+    );
     await t.save();
     await t.emit(
       UsersEvents.roleChanged,
@@ -278,13 +313,16 @@ export function createUserService(deps: UserServiceDeps): UserService {
     return toUserAccount(user);
   }
 
-  /** Deletion rules shared by deleteSelf and deleteById; an owner is refused by the projects service. */
-  async function removeUser(id: number, ctx: OpContext): Promise<void> {
+  /**
+   * Deletion rules shared by deleteSelf and deleteById (`by`: the admin deleting); an owner is refused by the
+   * projects service.
+   */
+  async function removeUser(id: number, by: Caller | null, ctx: OpContext): Promise<void> {
     const change = await users.transaction(async (t) => {
-      const admins = await t.lockAdmins();
+      const admins = await lockAuthority(t, by);
       const user = await t.lockById(id);
       if (!user) throw UserErrors.notFound();
-      if (user.role === "Admin" && admins <= 1) throw UserErrors.lastAdmin();
+      if (user.role === "Admin" && admins.length <= 1) throw UserErrors.lastAdmin();
       await fence(t, id, ctx);
       return removeAndAnnounce(t, user, ctx);
     });
@@ -349,12 +387,12 @@ export function createUserService(deps: UserServiceDeps): UserService {
       });
     },
 
-    deleteSelf: (caller, ctx) => removeUser(caller.userId, ctx),
+    deleteSelf: (caller, ctx) => removeUser(caller.userId, null, ctx),
 
     async deleteById(caller, id, ctx) {
       requireAdmin(caller);
       if (id === caller.userId) throw UserErrors.selfDelete();
-      await removeUser(id, ctx);
+      await removeUser(id, caller, ctx);
     },
 
     async list(caller) {
@@ -368,12 +406,18 @@ export function createUserService(deps: UserServiceDeps): UserService {
       if (!role) throw UserErrors.invalidRole(roleInput);
       const address = parseAddress(addressInput);
       if (!address) throw UserErrors.invalidAddress();
+      // Read before the change: a chain change in a block up to this head was mined before it.
+      const head = (await deps.chainHead?.(ctx)) ?? null;
       const { dto, change } = await users.transaction(async (t) => {
+        await lockAuthority(t, caller);
         const user = await t.lockByAddress(address);
         if (!user) throw UserErrors.notFound("No user has this address.");
         if (user.id === caller.userId) throw UserErrors.selfRole();
         const changed = user.role !== role;
-        if (changed) user.adminRoleAt = now();
+        if (changed) {
+          user.adminRoleAt = now();
+          user.adminRoleBlock = head;
+        }
         await changeRole(t, user, role, { changedBy: String(caller.userId), sourceTx: null }, ctx);
         // Repeated (the same role): the session is brought to the account's state again, which confirms
         // a change whose first answer was a 503; its revocation travels with its event.
@@ -427,6 +471,22 @@ export function createUserService(deps: UserServiceDeps): UserService {
         );
         const user = t.create({ ...profile, address, role: "Base", isVerified: false, pendingUntil, proof });
         await t.save();
+        // An admin's Blacklist of this address stands for the new account as it did for the deleted one.
+        const sanction = await t.sanctionOf(address);
+        if (sanction) {
+          user.role = "Blacklist";
+          user.adminRoleAt = sanction.at;
+          user.adminRoleBlock = sanction.block;
+          t.recordRoleChange({
+            userId: user.id,
+            previousRole: "Base",
+            newRole: "Blacklist",
+            changedBy: sanction.changedBy,
+            sourceTx: null,
+          });
+          await t.save();
+          ctx.log.info({ userId: user.id }, "an admin's Blacklist of the address applies to the new sign-up");
+        }
         return { userId: user.id, replaced: replacedPending || removed > 0, resent: false };
       });
     },
@@ -491,7 +551,7 @@ export function createUserService(deps: UserServiceDeps): UserService {
           const adminIsNewer =
             user.adminRoleAt != null &&
             (blockTimestamp === undefined ||
-              adminChangeIsNewer(user.adminRoleAt, new Date(blockTimestamp * 1000)));
+              adminChangeIsNewer(roleSourcesOf(user), new Date(blockTimestamp * 1000), blockNumber));
           if (!adminIsNewer && role !== user.role) {
             await changeRole(t, user, role, { changedBy: "chain", sourceTx: null }, ctx);
           }

@@ -4,6 +4,7 @@ import { Migration20261124000000_signup_proof } from "./Migration20261124000000_
 import { Migration20261124000100_role_sources } from "./Migration20261124000100_role_sources.ts";
 import { Migration20261125000000_account_changed } from "./Migration20261125000000_account_changed.ts";
 import { Migration20261203000000_account_version } from "./Migration20261203000000_account_version.ts";
+import { Migration20261203000100_admin_decisions } from "./Migration20261203000100_admin_decisions.ts";
 
 /** Every migration of the users schema, oldest first; applied at start-up. Never edit a committed one. */
 export const migrations = [
@@ -13,4 +14,5 @@ export const migrations = [
   { name: "Migration20261124000100_role_sources", class: Migration20261124000100_role_sources },
   { name: "Migration20261125000000_account_changed", class: Migration20261125000000_account_changed },
   { name: "Migration20261203000000_account_version", class: Migration20261203000000_account_version },
+  { name: "Migration20261203000100_admin_decisions", class: Migration20261203000100_admin_decisions },
 ];
