@@ -138,4 +138,23 @@ describe("session store: Postgres behind the Redis hash", () => {
     expect((await row(14))?.deleted).toBe(true);
     expect(await redis.hget(key(14), "deleted")).toBe("1");
   });
+
+  it("a sign-in of the account the session already holds only extends its life: no Postgres write", async () => {
+    await sessions.apply(change(15, 3, "Viewer"));
+    const updatedAt = async () =>
+      (await pool.query(`select updated_at from auth.session where user_id = 15`))[0]?.updated_at;
+    const before = await updatedAt();
+    await redis.expire(key(15), 10);
+    expect(await sessions.signIn({ id: 15, role: "Viewer", version: 3 })).toEqual({
+      role: "Viewer",
+      version: 3,
+      revokedBelow: 3,
+      deleted: false,
+    });
+    expect(await updatedAt()).toEqual(before);
+    expect(await redis.ttl(key(15))).toBeGreaterThan(7200);
+    // Anything else than what the hash holds merges through Postgres, as before.
+    await sessions.apply(change(15, 4, null));
+    expect(await sessions.signIn({ id: 15, role: "Viewer", version: 4 })).toBe(STALE);
+  });
 });
