@@ -25,6 +25,7 @@ import {
   settledOrphans,
   signedInUsers,
   since,
+  smallProjectOf,
   staggered,
   tally,
 } from "./races-kit.ts";
@@ -154,20 +155,7 @@ function log(title: string, start: number, rounds: Round[], left: number) {
 }
 
 /** A project of the file's Owner, small and unique. */
-async function projectOfOwner(label: string): Promise<ProjectDto> {
-  const content = newContent(label, false);
-  const add = await client.api("POST", "/Project/Add", {
-    token: owner.token,
-    body: {
-      projectName: `${label} ${Math.random().toString(36).slice(2, 10)}`,
-      fileHex: hexOf(content.file),
-    },
-  });
-  expectEnvelope(add, 201, `${label}: Add`);
-  const project = add.body.data as ProjectDto;
-  created.add(project.projectID);
-  return project;
-}
+const projectOfOwner = (label: string) => smallProjectOf(client, owner, label, created);
 
 /** The user's deletion: by itself or by an admin (every other pair of rounds). */
 const selfDeletes = (round: number) => (round >> 1) % 2 === 0;

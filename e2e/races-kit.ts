@@ -9,10 +9,31 @@
 import pg from "pg";
 import { expect } from "vitest";
 import { type Answer, createClient } from "./client.ts";
-import type { User } from "./projects-kit.ts";
+import { expectEnvelope, hexOf, newContent, type ProjectDto, type User } from "./projects-kit.ts";
 import type { SharedSystem } from "./shared.ts";
 
 export type Client = ReturnType<typeof createClient>;
+
+/** A project `owner` proposes (its Owner), small and unique; `created` gets its id for the clean-up. */
+export async function smallProjectOf(
+  client: Client,
+  owner: User,
+  label: string,
+  created: { add(id: number): unknown },
+): Promise<ProjectDto> {
+  const content = newContent(label, false);
+  const add = await client.api("POST", "/Project/Add", {
+    token: owner.token,
+    body: {
+      projectName: `${label} ${Math.random().toString(36).slice(2, 10)}`,
+      fileHex: hexOf(content.file),
+    },
+  });
+  expectEnvelope(add, 201, `${label}: Add`);
+  const project = add.body.data as ProjectDto;
+  created.add(project.projectID);
+  return project;
+}
 
 /** The shared system's two gateway replicas (global-setup starts a second one). */
 export function gatewaysOf(sys: SharedSystem): [string, string] {

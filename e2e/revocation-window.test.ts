@@ -1,14 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Answer, createClient } from "./client.ts";
+import { createPeople, expectEnvelope, type ProjectDto, type User } from "./projects-kit.ts";
 import {
-  createPeople,
-  expectEnvelope,
-  hexOf,
-  newContent,
-  type ProjectDto,
-  type User,
-} from "./projects-kit.ts";
-import { brief, type Client, gatewaysOf, inBatches, readySignIn, signedInUsers, since } from "./races-kit.ts";
+  brief,
+  type Client,
+  gatewaysOf,
+  inBatches,
+  readySignIn,
+  signedInUsers,
+  since,
+  smallProjectOf,
+} from "./races-kit.ts";
 import { type SharedSystem, sharedSystem } from "./shared.ts";
 
 // "At once" (behaviour.md §2, §3, §8): once an admin's role change or an account deletion has answered,
@@ -48,20 +50,8 @@ afterAll(async () => {
 const name = (g: string) => (g === A ? "A" : "B");
 
 /** A project `owner` proposed (its Owner), small and unique. */
-async function projectOf(owner: User, label: string): Promise<ProjectDto> {
-  const content = newContent(label, false);
-  const add = await client.api("POST", "/Project/Add", {
-    token: owner.token,
-    body: {
-      projectName: `${label} ${Math.random().toString(36).slice(2, 10)}`,
-      fileHex: hexOf(content.file),
-    },
-  });
-  expectEnvelope(add, 201, `${label}: Add`);
-  const project = add.body.data as ProjectDto;
-  created.push(project.projectID);
-  return project;
-}
+const projectOf = (owner: User, label: string) =>
+  smallProjectOf(client, owner, label, { add: (id: number) => created.push(id) });
 
 /** A member's write: the markdown through the path, or an Update of the description (`kind` picks). */
 function write(c: Client, token: string, gateway: string, project: ProjectDto, kind: number, what: string) {

@@ -128,15 +128,17 @@ describe("users.user.update-role (admin)", () => {
       role: "Blacklist",
     });
     await h.client.call(UsersRpc.deleteSelf, { caller: callerOf(user, "Blacklist") });
-    const again = await h.client.call(UsersRpc.register, {
-      address: user.address.toLowerCase(),
-      name: "Ada",
-      surname: "Lovelace",
-      username: uniqueName(),
-      mailAddress: `${uniqueName()}@example.org`,
-      pendingUntil: new Date(Date.now() + 86_400_000).toISOString(),
-      proof: "nonce",
-    });
+    const signUp = (address: string) =>
+      h.client.call(UsersRpc.register, {
+        address,
+        name: "Ada",
+        surname: "Lovelace",
+        username: uniqueName(),
+        mailAddress: `${uniqueName()}@example.org`,
+        pendingUntil: new Date(Date.now() + 86_400_000).toISOString(),
+        proof: "nonce",
+      });
+    const again = await signUp(user.address.toLowerCase());
     expect(await roleOf(again.userId)).toBe("Blacklist");
     // Recorded with who decided it, and dated as the admin's change: a first chain read only records.
     expect(await history(again.userId)).toEqual([
@@ -161,15 +163,7 @@ describe("users.user.update-role (admin)", () => {
     await h.client.call(UsersRpc.deleteSelf, {
       caller: { userId: again.userId, username: "x", address: user.address, role: "Base" },
     });
-    const third = await h.client.call(UsersRpc.register, {
-      address: user.address,
-      name: "Ada",
-      surname: "Lovelace",
-      username: uniqueName(),
-      mailAddress: `${uniqueName()}@example.org`,
-      pendingUntil: new Date(Date.now() + 86_400_000).toISOString(),
-      proof: "nonce",
-    });
+    const third = await signUp(user.address);
     expect(await roleOf(third.userId)).toBe("Base");
   });
 
