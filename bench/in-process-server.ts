@@ -27,6 +27,7 @@ const users = createUserService({
   users: createUserRepository(() => orm.em.fork(), pool),
   projects: { fence: notWired, unfence: notWired, removeRows: notWired },
   sessions: notWired,
+  chain: { role: notWired, head: notWired },
 });
 const app = Fastify();
 app.get("/user/learnusercount", async () => ok(await users.countVerified()));

@@ -48,16 +48,18 @@ export async function startUsersApp(deps: {
         removeRows: async (userId, ctx) => void (await bus.call(ProjectsRpc.removeUser, { userId }, ctx)),
       },
       sessions: async (change, ctx) => void (await bus.call(AuthRpc.applySession, change, ctx)),
-      chainRole: async (address, ctx) => (await bus.call(ChainRpc.role, { address }, ctx)).role,
-      // Best effort and short: without it an admin's change is dated by its time alone.
-      chainHead: async (ctx) => {
-        try {
-          const { headBlock } = await bus.call(ChainRpc.progress, {}, { ...ctx, timeoutMs: 1_000 });
-          return headBlock >= 0 ? headBlock : null;
-        } catch (err) {
-          ctx.log.debug({ err }, "chain head unknown; the admin's change is dated by its time");
-          return null;
-        }
+      chain: {
+        role: async (address, ctx) => (await bus.call(ChainRpc.role, { address }, ctx)).role,
+        // Best effort and short: without it an admin's change is dated by its time alone.
+        async head(ctx) {
+          try {
+            const { headBlock } = await bus.call(ChainRpc.progress, {}, { ...ctx, timeoutMs: 1_000 });
+            return headBlock >= 0 ? headBlock : null;
+          } catch (err) {
+            ctx.log.debug({ err }, "chain head unknown; the admin's change is dated by its time");
+            return null;
+          }
+        },
       },
     });
     await serveUsersRpc(bus, users);
