@@ -36,7 +36,7 @@ process.stdout.write(`listening ${address}\n`);
 process.on("SIGTERM", () => {
   void app
     .close()
-    .then(() => pool.close())
+    .then(() => pool.end())
     .then(() => orm.close())
     .then(() => process.exit(0));
 });

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 
 /**
  * What a message passes on to the calls and events it causes: its request id, its deadline and its trace.
- * One type, accepted by `call` (as its options) and by the outbox (`enqueue`'s `context`): a handler
+ * One type, accepted by `call` (as its options) and by @fundraise/outbox (`enqueue`'s `context`): a handler
  * passes its `ctx` on and nothing is rebuilt.
  */
 export interface TraceContext {

@@ -20,27 +20,6 @@ export {
   successReply,
 } from "./headers.ts";
 export {
-  claimMessage,
-  type MessageKey,
-  PROCESSED_MESSAGE_DDL,
-  type ProcessOnceResult,
-  processedMessageDdl,
-  processOnce,
-  pruneProcessedMessages,
-} from "./idempotency.ts";
-export {
-  createOutboxRelay,
-  type EnqueueOptions,
-  enqueue,
-  enqueueMany,
-  OUTBOX_DDL,
-  type OutboxItem,
-  type OutboxRelay,
-  type OutboxRelayOptions,
-  outboxChannelOf,
-  outboxDdl,
-} from "./outbox.ts";
-export {
   type JournalRecord,
   matchesFilter,
   parseFrom,
@@ -61,7 +40,6 @@ export {
   retryDelay,
   retryDelays,
 } from "./retry.ts";
-export type { SqlClient, SqlExecutor, SqlPool } from "./sql.ts";
 export { abortStream, callInstance, finishStream, instanceRpc, streamInterrupted } from "./stream.ts";
 export {
   type StreamServer,

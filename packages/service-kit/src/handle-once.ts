@@ -1,4 +1,5 @@
-import { type MessageContext, processOnce } from "@fundraise/bus";
+import type { MessageContext } from "@fundraise/bus";
+import { processOnce } from "@fundraise/outbox";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { executorOf } from "./sql.ts";
 

@@ -1,4 +1,5 @@
-import { type Bus, createOutboxRelay, type OutboxRelay, pruneProcessedMessages } from "@fundraise/bus";
+import type { Bus } from "@fundraise/bus";
+import { createOutboxRelay, type OutboxRelay, pruneProcessedMessages } from "@fundraise/outbox";
 import pg from "pg";
 import type { Logger } from "./logger.ts";
 

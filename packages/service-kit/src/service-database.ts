@@ -1,7 +1,8 @@
 import type { Bus } from "@fundraise/bus";
+import type { SqlPool } from "@fundraise/outbox";
 import { createOrm, type Orm, type OrmSetup } from "./orm.ts";
 import { type ServiceOutbox, startOutbox } from "./outbox.ts";
-import { createSqlPool, type SqlPool } from "./sql-pool.ts";
+import { createSqlPool } from "./sql-pool.ts";
 
 /** A service's own schema: its ORM (migrated) and the outbox of the events it owes. */
 export interface ServiceDatabase {
@@ -27,7 +28,7 @@ export async function openServiceDatabase(
     pool,
     async stop() {
       await outbox.stop();
-      await pool.close();
+      await pool.end();
       await orm.close();
     },
   };

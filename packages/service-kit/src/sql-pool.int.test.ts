@@ -19,9 +19,9 @@ describe("createSqlPool", () => {
     try {
       await expect(
         pool.query<{ n: number; word: string }>("SELECT $1::int + 1 AS n, lower($2) AS word", [41, "HeLLo"]),
-      ).resolves.toEqual([{ n: 42, word: "hello" }]);
+      ).resolves.toEqual({ rows: [{ n: 42, word: "hello" }] });
     } finally {
-      await pool.close();
+      await pool.end();
     }
   });
 
@@ -30,7 +30,7 @@ describe("createSqlPool", () => {
     try {
       await expectAppError(pool.query("SELECT 1"), "unavailable", ErrorCode.DB_UNAVAILABLE);
     } finally {
-      await pool.close();
+      await pool.end();
     }
   });
 
@@ -41,7 +41,7 @@ describe("createSqlPool", () => {
       await expectAppError(pool.query("SELECT pg_sleep(2)"), "unavailable", ErrorCode.DB_UNAVAILABLE);
       expect(performance.now() - started).toBeLessThan(1500);
     } finally {
-      await pool.close();
+      await pool.end();
     }
   });
 
@@ -50,7 +50,7 @@ describe("createSqlPool", () => {
     try {
       await expect(pool.query("SELECT * FROM no_such_table")).rejects.toMatchObject({ code: "42P01" });
     } finally {
-      await pool.close();
+      await pool.end();
     }
   });
 });

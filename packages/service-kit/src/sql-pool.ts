@@ -1,3 +1,4 @@
+import type { SqlPool } from "@fundraise/outbox";
 import { ErrorCode, errors } from "@fundraise/protocol";
 import pg from "pg";
 import { translateDbError } from "./db-errors.ts";
@@ -7,14 +8,10 @@ import { translateDbError } from "./db-errors.ts";
  * a sign-in's account lookup, a count, the session upsert of a sign-in. MikroORM's `findOne` costs about
  * half a millisecond of CPU per call in metadata, query building and hydration, more than the query
  * itself; here a statement is the query and its rows. Anything that must commit together with other
- * changes or with an event stays on the ORM's transaction.
+ * changes or with an event stays on the ORM's transaction. `query` turns a lost database into
+ * `unavailable` (DB_UNAVAILABLE) and other failures as `translateDbError` does; `connect` hands out a
+ * plain pg client.
  */
-export interface SqlPool {
-  /** Rows of one statement with `$n` parameters; a lost database is `unavailable` (DB_UNAVAILABLE). */
-  query<R extends Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
-  close(): Promise<void>;
-}
-
 export function createSqlPool(url: string, options: { max?: number; queryTimeoutMs?: number } = {}): SqlPool {
   const pool = new pg.Pool({
     connectionString: url,
@@ -29,7 +26,7 @@ export function createSqlPool(url: string, options: { max?: number; queryTimeout
   return {
     async query<R extends Record<string, unknown>>(text: string, params: unknown[] = []) {
       try {
-        return (await pool.query<R>(text, params)).rows;
+        return { rows: (await pool.query<R>(text, params)).rows };
       } catch (error) {
         // The pool's own failures to reach the server have no SQLSTATE: refused, reset, not in time, no
         // answer in time.
@@ -41,7 +38,8 @@ export function createSqlPool(url: string, options: { max?: number; queryTimeout
         throw translateDbError(error);
       }
     },
-    close: () => pool.end(),
+    connect: () => pool.connect(),
+    end: () => pool.end(),
   };
 }
 

@@ -1,4 +1,4 @@
-import { processedMessageDdl } from "@fundraise/bus";
+import { processedMessageDdl } from "@fundraise/outbox";
 import { defineEntity, p } from "@mikro-orm/core";
 import { Migration } from "@mikro-orm/migrations";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

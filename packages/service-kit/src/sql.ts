@@ -1,4 +1,4 @@
-import type { SqlExecutor } from "@fundraise/bus";
+import type { SqlExecutor } from "@fundraise/outbox";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { translateDbError } from "./db-errors.ts";
 
@@ -9,7 +9,7 @@ export interface Tx {
 }
 
 /**
- * An executor for the bus's outbox and idempotency helpers (`enqueue`, `processOnce`) that runs on the
+ * An executor for the outbox and idempotency helpers (@fundraise/outbox) (`enqueue`, `processOnce`) that runs on the
  * transaction MikroORM holds for `em`.
  *
  * Why not a `pg` Pool here: use cases change entities through MikroORM's unit of work, and the outbox row
@@ -19,20 +19,18 @@ export interface Tx {
  * Pool: it only reads committed rows, and needs dedicated connections for FOR UPDATE SKIP LOCKED and LISTEN.)
  *
  * MikroORM formats parameters client-side into `?` placeholders, escaping each value (bytea Buffers
- * included). The bus helpers number their `$n` placeholders once each and in order, which this checks, so
+ * included). The outbox helpers number their `$n` placeholders once each and in order, which this checks, so
  * renaming them to `?` is exact.
  */
 export function executorOf(em: EntityManager): SqlExecutor {
   return {
-    async query(sql, params = []) {
+    async query<R extends Record<string, unknown>>(sql: string, params: unknown[] = []) {
       let expected = 0;
       const text = sql.replace(/\$(\d+)/g, (_, n: string) => {
         if (Number(n) !== ++expected) throw new Error(`Placeholders must run $1..$n in order: ${sql}`);
         return "?";
       });
-      const rows = await em
-        .getConnection()
-        .execute<Record<string, unknown>[]>(text, params, "all", em.getTransactionContext());
+      const rows = await em.getConnection().execute<R[]>(text, params, "all", em.getTransactionContext());
       return { rows };
     },
   };

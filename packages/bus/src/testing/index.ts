@@ -1,3 +1,4 @@
+export { type BrokerNode, startBrokerNode } from "./broker-node.ts";
 export { createInMemoryBus } from "./in-memory-bus.ts";
 export { testMessageContext } from "./message-context.ts";
 export { createTestVhost, type TestVhost, waitFor } from "./vhost.ts";

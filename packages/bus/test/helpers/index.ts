@@ -1,6 +1,4 @@
-import { randomBytes } from "node:crypto";
 import { Bytes, defineEvent, defineRpc } from "@fundraise/protocol";
-import pg from "pg";
 import pino, { type Logger } from "pino";
 import Type from "typebox";
 
@@ -10,45 +8,6 @@ export function testLogger(): Logger {
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-const ADMIN_URL = process.env.PG_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
-
-export interface TestDatabase {
-  name: string;
-  url: string;
-  pool: pg.Pool;
-  dispose(): Promise<void>;
-}
-
-/** A throwaway Postgres database for one test file, dropped by dispose(). */
-export async function createTestDatabase(): Promise<TestDatabase> {
-  const name = `bus_test_${randomBytes(4).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
-  const pool = new pg.Pool({ connectionString: url.toString(), max: 8 });
-  return {
-    name,
-    url: url.toString(),
-    pool,
-    async dispose() {
-      await pool.end();
-      const cleanup = new pg.Client({ connectionString: ADMIN_URL });
-      await cleanup.connect();
-      try {
-        await cleanup.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await cleanup.end();
-      }
-    },
-  };
-}
 
 /** Descriptors used across the integration tests; `users.*` so they route to the `users.rpc` queue. */
 export const TestRpc = {

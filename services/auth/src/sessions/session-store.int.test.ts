@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
+import type { SqlPool } from "@fundraise/outbox";
 import { sessionKey } from "@fundraise/protocol";
-import { createOrm, createSqlPool, type Orm, type SqlPool, silentLogger } from "@fundraise/service-kit";
+import { createOrm, createSqlPool, type Orm, silentLogger } from "@fundraise/service-kit";
 import { createTestDatabase, type TestDatabase } from "@fundraise/service-kit/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -36,7 +37,7 @@ afterAll(async () => {
   const keys = await redis?.keys(`${prefix}*`);
   if (keys?.length) await redis.del(...keys);
   await redis?.quit();
-  await pool?.close();
+  await pool?.end();
   await orm?.close();
   await db?.dispose();
 });
@@ -61,7 +62,7 @@ const row = async (userId: number) =>
       `select role, version::int, revoked_below::int, deleted from auth.session where user_id = $1`,
       [userId],
     )
-  )[0];
+  ).rows[0];
 
 describe("session store: Postgres behind the Redis hash", () => {
   it("a revocation lost by Redis is rebuilt from Postgres, with the role", async () => {
@@ -142,7 +143,7 @@ describe("session store: Postgres behind the Redis hash", () => {
   it("a sign-in of the account the session already holds only extends its life: no Postgres write", async () => {
     await sessions.apply(change(15, 3, "Viewer"));
     const updatedAt = async () =>
-      (await pool.query(`select updated_at from auth.session where user_id = 15`))[0]?.updated_at;
+      (await pool.query(`select updated_at from auth.session where user_id = 15`)).rows[0]?.updated_at;
     const before = await updatedAt();
     await redis.expire(key(15), 10);
     expect(await sessions.signIn({ id: 15, role: "Viewer", version: 3 })).toEqual({

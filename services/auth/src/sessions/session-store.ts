@@ -1,4 +1,5 @@
 import type { RequestContext } from "@fundraise/bus";
+import type { SqlPool } from "@fundraise/outbox";
 import {
   ErrorCode,
   errors,
@@ -9,7 +10,6 @@ import {
   sessionKey,
   type UserRole,
 } from "@fundraise/protocol";
-import type { SqlPool } from "@fundraise/service-kit";
 import type { Redis } from "ioredis";
 import { defineScript } from "./redis-exec.ts";
 
@@ -113,7 +113,9 @@ export function createSessionStore(deps: {
     userId: number,
     row: { role: UserRole | null; version: number; revokedBelow: number; deleted: boolean },
   ) => {
-    const [merged] = await deps.pool.query<SessionRow>(MERGE, [
+    const {
+      rows: [merged],
+    } = await deps.pool.query<SessionRow>(MERGE, [
       userId,
       row.role,
       row.version,
@@ -151,7 +153,9 @@ export function createSessionStore(deps: {
 
     async rebuild(userId, ctx) {
       try {
-        const [row] = await deps.pool.query<SessionRow>(
+        const {
+          rows: [row],
+        } = await deps.pool.query<SessionRow>(
           `select role, version, revoked_below, deleted from auth.session where user_id = $1`,
           [userId],
         );

@@ -1,4 +1,5 @@
-import { type Bus, enqueue, type RequestContext, type WithMessage, withMessage } from "@fundraise/bus";
+import { type Bus, type RequestContext, type WithMessage, withMessage } from "@fundraise/bus";
+import { enqueue } from "@fundraise/outbox";
 import {
   AuthEvents,
   type AuthRpc,

@@ -1,5 +1,5 @@
-import { enqueueMany, type SqlExecutor } from "@fundraise/bus";
 import type { ChainEventName } from "@fundraise/contracts";
+import { enqueueMany, type SqlExecutor } from "@fundraise/outbox";
 import { ChainEvents } from "@fundraise/protocol";
 import type { DecodedLog } from "./decode.ts";
 import { type ChainState, FACTS_OF_EVENT, type Fact, factsOf, originOf } from "./facts.ts";

@@ -1,5 +1,5 @@
-import type { SqlExecutor } from "@fundraise/bus";
 import { roleOf, UserStatus } from "@fundraise/contracts";
+import type { SqlExecutor } from "@fundraise/outbox";
 import {
   ADDRESS_PROBLEM,
   type AuctionStatus,

@@ -1,4 +1,5 @@
-import { claimMessage, enqueue, type MessageContext, type TraceContext } from "@fundraise/bus";
+import type { MessageContext, TraceContext } from "@fundraise/bus";
+import { claimMessage, enqueue } from "@fundraise/outbox";
 import type { EventDescriptor, PayloadOf, PermissionRole, ProjectStatus } from "@fundraise/protocol";
 import { executorOf, handleOnce, inTransaction, type Tx } from "@fundraise/service-kit";
 import { LockMode, sql } from "@mikro-orm/core";

@@ -1,4 +1,5 @@
-import { enqueue, type TraceContext } from "@fundraise/bus";
+import type { TraceContext } from "@fundraise/bus";
+import { enqueue } from "@fundraise/outbox";
 import type { EventDescriptor, PayloadOf } from "@fundraise/protocol";
 import { inTransaction, type Logger, type Tx } from "@fundraise/service-kit";
 import { LockMode } from "@mikro-orm/core";

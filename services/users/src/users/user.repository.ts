@@ -1,6 +1,7 @@
-import { claimMessage, enqueue, type TraceContext } from "@fundraise/bus";
+import type { TraceContext } from "@fundraise/bus";
+import { claimMessage, enqueue, type SqlPool } from "@fundraise/outbox";
 import type { EventDescriptor, PayloadOf, UserRole } from "@fundraise/protocol";
-import { inTransaction, type SqlPool, type Tx } from "@fundraise/service-kit";
+import { inTransaction, type Tx } from "@fundraise/service-kit";
 import { LockMode, sql } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { RoleChange } from "./role-change.entity.ts";
@@ -199,14 +200,18 @@ export function createUserRepository(em: () => EntityManager, pool: SqlPool): Us
       }
     },
     async countVerified() {
-      const [row] = await pool.query<{ n: number }>(
+      const {
+        rows: [row],
+      } = await pool.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM ${USERS_SCHEMA}."user" WHERE is_verified`,
       );
       return row?.n ?? 0;
     },
     findById: (id) => em().findOne(User, { id }),
     async findAccountByAddress(address) {
-      const [row] = await pool.query<AccountRow>(
+      const {
+        rows: [row],
+      } = await pool.query<AccountRow>(
         `SELECT id, address, username, name, surname, mail_address AS "mailAddress", role,
                 chain_role AS "chainRole", is_verified AS "isVerified",
                 account_version::int AS "accountVersion"

@@ -1,4 +1,4 @@
-import { outboxDdl, processedMessageDdl } from "@fundraise/bus";
+import { outboxDdl, processedMessageDdl } from "@fundraise/outbox";
 import { Migration } from "@mikro-orm/migrations";
 
 export class Migration20261201000000_auth extends Migration {

@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
-import type pg from "pg";
+import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
+import { createTestVhost, type TestVhost, waitFor } from "@fundraise/bus/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  type AmqpBus,
-  createAmqpBus,
   createOutboxRelay,
   enqueue,
   enqueueMany,
@@ -12,8 +11,14 @@ import {
   processedMessageDdl,
   processOnce,
 } from "../src/index.ts";
-import { createTestVhost, type TestVhost, waitFor } from "../src/testing/index.ts";
-import { createTestDatabase, sleep, type TestDatabase, TestEvents, testLogger } from "./helpers/index.ts";
+import {
+  createTestDatabase,
+  sleep,
+  type TestDatabase,
+  TestEvents,
+  testLogger,
+  transaction,
+} from "./helpers.ts";
 
 let vhost: TestVhost;
 let db: TestDatabase;
@@ -23,21 +28,6 @@ const delivered: { n: number; messageId: string; requestId: string }[] = [];
 /** Markers (negative n) that arrived; see `settled`. */
 const markers = new Set<number>();
 const files: Uint8Array[] = [];
-
-async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
-    const result = await work(client);
-    await client.query("COMMIT");
-    return result;
-  } catch (error) {
-    await client.query("ROLLBACK");
-    throw error;
-  } finally {
-    client.release();
-  }
-}
 
 /**
  * Publishes a marker after what the test published (and the broker confirmed) and waits for it: the

@@ -1,10 +1,14 @@
 /**
- * The least the outbox and idempotency helpers need from a database driver. A `pg` Pool, Client or
- * PoolClient fits as is. The helpers' SQL uses each `$n` placeholder once and in order, so a driver with
- * `?` placeholders (MikroORM's `execute`) fits by replacing `/\$\d+/g` with `?` (see the README).
+ * The least the outbox and idempotency helpers need from a database driver: one statement and its rows.
+ * A `pg` Pool, Client or PoolClient fits as is. The helpers' SQL uses each `$n` placeholder once and in
+ * order, so a driver with `?` placeholders (MikroORM's `execute`) fits by replacing `/\$\d+/g` with `?`
+ * (service-kit's `executorOf`).
  */
 export interface SqlExecutor {
-  query(sql: string, params?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
+  query<R extends Record<string, unknown> = Record<string, unknown>>(
+    sql: string,
+    params?: unknown[],
+  ): Promise<{ rows: R[] }>;
 }
 
 /** A connection of its own, for a transaction spanning several statements (a pg PoolClient fits). */
@@ -18,9 +22,14 @@ export interface SqlClient extends SqlExecutor {
   on?(event: "error", listener: (error: Error) => void): unknown;
 }
 
-/** Hands out dedicated connections (a pg Pool fits). */
-export interface SqlPool {
+/**
+ * The workspace's one pool type: statements that stand alone (`query`), a connection of its own for a
+ * transaction or LISTEN (`connect`), and `end`. A `pg` Pool fits as is; service-kit's `createSqlPool`
+ * makes one whose `query` turns a lost database into `unavailable`.
+ */
+export interface SqlPool extends SqlExecutor {
   connect(): Promise<SqlClient>;
+  end(): Promise<void>;
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -1,0 +1,107 @@
+import { randomUUID } from "node:crypto";
+import { encodeBody, type TraceContext } from "@fundraise/bus";
+import { type EventDescriptor, type PayloadOf, validatorOf } from "@fundraise/protocol";
+import { checkSchema, type SqlExecutor } from "./sql.ts";
+
+/**
+ * DDL of the outbox; include it in the service's migrations. `seq` gives the publishing order (uuids do
+ * not sort by time); the payload is stored encoded, exactly as it will travel (JSON or CBOR bytes).
+ */
+export function outboxDdl(schema = "public"): string {
+  const s = checkSchema(schema);
+  return `CREATE TABLE IF NOT EXISTS ${s}.outbox (
+  id uuid PRIMARY KEY,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  event_name text NOT NULL,
+  payload bytea NOT NULL,
+  content_type text NOT NULL,
+  headers jsonb NOT NULL DEFAULT '{}'::jsonb,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  published_at timestamptz NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_unpublished_idx ON ${s}.outbox (seq) WHERE published_at IS NULL;
+CREATE INDEX IF NOT EXISTS outbox_published_at_idx ON ${s}.outbox (published_at) WHERE published_at IS NOT NULL;
+`;
+}
+
+export const OUTBOX_DDL = outboxDdl();
+
+/** The LISTEN/NOTIFY channel the relay wakes up on; enqueue notifies it (delivered at commit). */
+export const outboxChannelOf = (schema: string): string => `bus_outbox_${checkSchema(schema)}`;
+
+export interface EnqueueOptions {
+  schema?: string;
+  /** Defaults to a fresh UUID; it becomes the event's messageId, stable across relay retries. */
+  messageId?: string;
+  /** The message being handled: its request id and trace travel with the event. */
+  context?: TraceContext;
+}
+
+/**
+ * Writes an event into the outbox within the caller's transaction (`executor` must be the transaction's
+ * connection): it is published after commit, and never if the transaction rolls back. Returns its messageId.
+ */
+export async function enqueue<D extends EventDescriptor>(
+  executor: SqlExecutor,
+  descriptor: D,
+  payload: PayloadOf<D>,
+  options: EnqueueOptions = {},
+): Promise<string> {
+  validatorOf(descriptor.payload).assert(payload, `${descriptor.name} event`);
+  const schema = checkSchema(options.schema ?? "public");
+  const id = options.messageId ?? randomUUID();
+  const { body, contentType } = encodeBody(payload);
+  const headers: Record<string, string> = {};
+  const { requestId, traceparent } = options.context ?? {};
+  if (requestId !== undefined) headers.requestId = requestId;
+  if (traceparent !== undefined) headers.traceparent = traceparent;
+  await executor.query(
+    `INSERT INTO ${schema}.outbox (id, event_name, payload, content_type, headers) VALUES ($1, $2, $3, $4, $5)`,
+    [id, descriptor.name, body, contentType, JSON.stringify(headers)],
+  );
+  await executor.query("SELECT pg_notify($1, '')", [outboxChannelOf(schema)]);
+  return id;
+}
+
+/** One event of `enqueueMany`. */
+export interface OutboxItem<D extends EventDescriptor = EventDescriptor> {
+  descriptor: D;
+  payload: PayloadOf<D>;
+}
+
+/** Rows per INSERT of `enqueueMany`: bounds the size of one statement's parameter. */
+const ENQUEUE_CHUNK = 2_000;
+
+/**
+ * `enqueue` for many events at once (an indexer's block range): the same rows, published in the order
+ * given, with a few statements instead of two per event. Every payload is validated first; returns the
+ * messageIds in order.
+ */
+export async function enqueueMany(
+  executor: SqlExecutor,
+  items: readonly OutboxItem[],
+  options: Omit<EnqueueOptions, "messageId"> = {},
+): Promise<string[]> {
+  if (items.length === 0) return [];
+  const schema = checkSchema(options.schema ?? "public");
+  const headers: Record<string, string> = {};
+  const { requestId, traceparent } = options.context ?? {};
+  if (requestId !== undefined) headers.requestId = requestId;
+  if (traceparent !== undefined) headers.traceparent = traceparent;
+  const rows = items.map(({ descriptor, payload }) => {
+    validatorOf(descriptor.payload).assert(payload, `${descriptor.name} event`);
+    const { body, contentType } = encodeBody(payload);
+    return { id: randomUUID(), name: descriptor.name, body: body.toString("base64"), contentType, headers };
+  });
+  for (let start = 0; start < rows.length; start += ENQUEUE_CHUNK) {
+    // One JSON parameter (not arrays): it binds the same through pg and through an ORM's executor.
+    await executor.query(
+      `INSERT INTO ${schema}.outbox (id, event_name, payload, content_type, headers)
+       SELECT (r->>'id')::uuid, r->>'name', decode(r->>'body', 'base64'), r->>'contentType', r->'headers'
+       FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(r, n) ORDER BY n`,
+      [JSON.stringify(rows.slice(start, start + ENQUEUE_CHUNK))],
+    );
+  }
+  await executor.query("SELECT pg_notify($1, '')", [outboxChannelOf(schema)]);
+  return rows.map((r) => r.id);
+}
