@@ -14,7 +14,7 @@ import { ConnectionManager } from "./connection.ts";
 import { type ConsumerRole, Consumers } from "./consumers.ts";
 import { EventPublisher } from "./event-publisher.ts";
 import { EventSubscriber } from "./event-subscriber.ts";
-import { JournalWriter } from "./journal.ts";
+import type { BusJournal, JournalFactory } from "./journal-hook.ts";
 import { RpcClient } from "./rpc-client.ts";
 import { RpcServer } from "./rpc-server.ts";
 import { declareExchanges } from "./topology.ts";
@@ -30,8 +30,11 @@ export interface AmqpBusOptions {
   logger?: Logger;
   /** Unacknowledged messages per consumer, i.e. handler concurrency per queue (default 10). */
   prefetch?: number;
-  /** Copy RPC requests and replies to the journal and declare it (default true). */
-  journal?: boolean;
+  /**
+   * The journal the bus declares on every (re)connect and copies its RPC requests and replies to:
+   * `journalWriter()` from @fundraise/journal. None by default.
+   */
+  journal?: JournalFactory;
   /** Timeout of a call whose descriptor and options name none (default 5000). */
   defaultTimeoutMs?: number;
   /** How long publish() and serve()/subscribe() wait for a lost broker to come back (default 10 s). */
@@ -75,8 +78,7 @@ class AmqpBusImpl implements AmqpBus {
   readonly service: string;
   private readonly log: Logger;
   private readonly manager: ConnectionManager;
-  private readonly journal: boolean;
-  private readonly journalWriter: JournalWriter | undefined;
+  private readonly journal: BusJournal | undefined;
   private readonly publishTimeoutMs: number;
   private readonly connectTimeoutMs: number;
   private readonly closeTimeoutMs: number;
@@ -94,7 +96,6 @@ class AmqpBusImpl implements AmqpBus {
       component: "bus",
       service: options.service,
     });
-    this.journal = options.journal ?? true;
     this.publishTimeoutMs = options.publishTimeoutMs ?? 10_000;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
     this.closeTimeoutMs = options.closeTimeoutMs ?? 10_000;
@@ -112,25 +113,27 @@ class AmqpBusImpl implements AmqpBus {
       manager: this.manager,
       isClosing: () => this.closing !== undefined,
     };
-    const { journal, publishTimeoutMs } = this;
+    const { publishTimeoutMs } = this;
     const prefetch = options.prefetch ?? 10;
     const consumers = new Consumers(shared);
     const publisher = new EventPublisher({ ...shared, publishTimeoutMs });
     this.consumers = consumers;
     this.publisher = publisher;
     // Copies go out on the client's channel, open whenever the bus is connected.
-    this.journalWriter = journal
-      ? new JournalWriter({ log: this.log, service: this.service, channel: () => this.client.channel })
-      : undefined;
-    const journalWriter = this.journalWriter;
+    const journal = options.journal?.({
+      log: this.log,
+      service: this.service,
+      channel: () => this.client.channel,
+    });
+    this.journal = journal;
     this.client = new RpcClient({
       ...shared,
-      journal: journalWriter,
+      journal,
       defaultTimeoutMs: options.defaultTimeoutMs ?? 5000,
     });
     this.server = new RpcServer({
       ...shared,
-      journal: journalWriter,
+      journal,
       prefetch,
       publishTimeoutMs,
       consumers,
@@ -206,7 +209,8 @@ class AmqpBusImpl implements AmqpBus {
   private async setup(connection: ChannelModel, generation: number): Promise<void> {
     const declarations = await connection.createChannel();
     declarations.on("error", (error: Error) => this.log.error({ err: error }, "topology declaration failed"));
-    await declareExchanges(declarations, this.journal);
+    await declareExchanges(declarations);
+    await this.journal?.declare(declarations);
     await declarations.close();
     await this.publisher.open(connection);
     await this.client.open(connection);
@@ -231,7 +235,7 @@ class AmqpBusImpl implements AmqpBus {
     // What the last handlers answered is still waiting for the end of the turn.
     this.server.flush();
     this.client.failPending("The message bus is closed.");
-    this.journalWriter?.flush();
+    this.journal?.flush();
     // Channel by channel first: a connection.close can overtake messages just published on a channel
     // (a reply, a journal copy) and the broker drops them; a channel.close handshake flushes them.
     const channels: Channel[] = [];

@@ -8,28 +8,24 @@ export {
   type EncodedBody,
   encodeBody,
   JSON_CONTENT_TYPE,
-  toPrintable,
 } from "./codec.ts";
 export { type ConnectionState, redactUrl } from "./connection.ts";
 export {
+  amqpTimestamp,
+  carriedHeaders,
+  compactHeaders,
   errorReply,
   Header,
+  type Headers,
+  isMessageKind,
   MESSAGE_KINDS,
   type MessageKind,
+  numberHeader,
   readReply,
+  stringHeader,
   successReply,
 } from "./headers.ts";
-export {
-  type JournalRecord,
-  matchesFilter,
-  parseFrom,
-  type ReplayFilter,
-  type ReplayFrom,
-  type ReplayOptions,
-  type ReplaySummary,
-  replayJournal,
-  topicMatches,
-} from "./replay.ts";
+export type { BusJournal, JournalFactory, JournalHost } from "./journal-hook.ts";
 export {
   DEFAULT_RETRY_POLICY,
   decideFailure,
@@ -51,7 +47,6 @@ export { StreamWriter, type StreamWriterOptions } from "./stream-writer.ts";
 export {
   deadLetterQueueOf,
   Exchanges,
-  JOURNAL_QUEUE,
   type QueueType,
   retryQueueOf,
   rpcQueueOf,

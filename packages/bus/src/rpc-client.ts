@@ -14,7 +14,7 @@ import type { Answer, CallOptions } from "./bus.ts";
 import { decodeBody, encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { amqpTimestamp, compactHeaders, Header, type MessageKind, readReply } from "./headers.ts";
-import type { JournalWriter } from "./journal.ts";
+import type { BusJournal } from "./journal-hook.ts";
 import {
   type BatchEntry,
   type BatchKind,
@@ -30,7 +30,7 @@ export interface RpcClientOptions {
   log: Logger;
   service: string;
   /** Where copies of requests go; undefined with the journal off. */
-  journal: JournalWriter | undefined;
+  journal: BusJournal | undefined;
   defaultTimeoutMs: number;
   manager: ConnectionManager;
   isClosing: () => boolean;

@@ -24,7 +24,7 @@ import {
   type ReplyParts,
   successReply,
 } from "./headers.ts";
-import type { JournalWriter } from "./journal.ts";
+import type { BusJournal } from "./journal-hook.ts";
 import { type BatchEntry, Coalescer, messagesOf, type Received, RpcBatch, unbatch } from "./rpc-batch.ts";
 import { declareRpcQueue, Exchanges, rpcQueueOf } from "./topology.ts";
 
@@ -32,7 +32,7 @@ export interface RpcServerOptions {
   log: Logger;
   service: string;
   /** Where copies of replies go; undefined with the journal off. */
-  journal: JournalWriter | undefined;
+  journal: BusJournal | undefined;
   prefetch: number;
   publishTimeoutMs: number;
   manager: ConnectionManager;

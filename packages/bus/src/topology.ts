@@ -11,24 +11,9 @@ export const Exchanges = {
   EVENTS: "events",
   /** direct: routing key = the main queue's name, bound by `<queue>.dlq`. */
   DLX: "dlx",
-  /** fanout into the journal stream; `events` is bound to it with `#`. */
-  JOURNAL: "journal",
 } as const;
 
-export const JOURNAL_QUEUE = "bus.journal";
 export const REPLY_TO = "amq.rabbitmq.reply-to";
-
-/**
- * Fixed for every process: queue arguments cannot change after declaration (the broker refuses a
- * redeclaration that differs), so nothing here may depend on per-process options.
- */
-export const JOURNAL_ARGUMENTS = {
-  "x-queue-type": "stream",
-  "x-max-age": "7D",
-  "x-max-length-bytes": 2 * 1024 ** 3,
-  // Retention drops whole segments; smaller segments make it follow the limits more closely.
-  "x-stream-max-segment-size-bytes": 100 * 1024 ** 2,
-} as const;
 
 /** Redeliveries (crashes, lost connections) a quorum queue tolerates before dead-lettering on its own. */
 export const QUORUM_DELIVERY_LIMIT = 20;
@@ -40,16 +25,10 @@ export const subscriptionQueueOf = (consumer: string, event: string): string => 
 export const deadLetterQueueOf = (queue: string): string => `${queue}.dlq`;
 export const retryQueueOf = (queue: string, delayMs: number): string => `${queue}.retry.${delayMs}ms`;
 
-export async function declareExchanges(channel: Channel, journal: boolean): Promise<void> {
+export async function declareExchanges(channel: Channel): Promise<void> {
   await channel.assertExchange(Exchanges.RPC, "direct", { durable: true });
   await channel.assertExchange(Exchanges.EVENTS, "topic", { durable: true });
   await channel.assertExchange(Exchanges.DLX, "direct", { durable: true });
-  if (journal) {
-    await channel.assertExchange(Exchanges.JOURNAL, "fanout", { durable: true });
-    await channel.assertQueue(JOURNAL_QUEUE, { durable: true, arguments: { ...JOURNAL_ARGUMENTS } });
-    await channel.bindQueue(JOURNAL_QUEUE, Exchanges.JOURNAL, "");
-    await channel.bindExchange(Exchanges.JOURNAL, Exchanges.EVENTS, "#");
-  }
 }
 
 /**

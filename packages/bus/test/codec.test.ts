@@ -6,7 +6,6 @@ import {
   decodeBody,
   encodeBody,
   JSON_CONTENT_TYPE,
-  toPrintable,
 } from "../src/codec.ts";
 
 describe("codec", () => {
@@ -63,17 +62,6 @@ describe("codec", () => {
     expect(isAppError(unknown) && unknown.kind).toBe("validation");
     const badCbor = catchError(() => decodeBody(Buffer.from([0xff, 0xff, 0x1f]), CBOR_CONTENT_TYPE));
     expect(isAppError(badCbor) && badCbor.kind).toBe("validation");
-  });
-
-  it("prints bytes as their length and a bounded base64 preview", () => {
-    const bytes = new Uint8Array(100).fill(1);
-    const printable = toPrintable({ file: bytes, list: [new Uint8Array([255])], text: "t" }) as Record<
-      string,
-      unknown
-    >;
-    expect(printable.file).toEqual({ $bytes: 100, base64: Buffer.alloc(64, 1).toString("base64") });
-    expect(printable.list).toEqual([{ $bytes: 1, base64: "/w==" }]);
-    expect(printable.text).toBe("t");
   });
 });
 

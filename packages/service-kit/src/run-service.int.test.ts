@@ -16,7 +16,6 @@ beforeAll(async () => {
     url: vhost.url,
     service: "test-client",
     logger: silentLogger(),
-    journal: false,
   });
 });
 afterAll(async () => {

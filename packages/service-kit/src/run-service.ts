@@ -1,4 +1,5 @@
 import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
+import { journalWriter } from "@fundraise/journal";
 import { translateDbError } from "./db-errors.ts";
 import { type HealthServer, metricLines, startHealthServer } from "./health-server.ts";
 import { createLogger, type Logger } from "./logger.ts";
@@ -69,7 +70,7 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
       service: spec.name,
       logger: log,
       prefetch: config.amqp.prefetch,
-      journal: config.amqp.journal,
+      ...(config.amqp.journal ? { journal: journalWriter() } : {}),
       // A database lost or out of connections is 503, wherever the handler met it (reads outside a
       // transaction too), never an unexpected 500.
       translateError: (error) => translateDbError(error),

@@ -32,18 +32,6 @@ export const TestRpc = {
       attempt: Type.Integer(),
     }),
   }),
-  /** Carries content: journaled without its bytes (their length only). */
-  content: defineRpc("users.test.content", {
-    request: Type.Object({ file: Bytes, name: Type.String() }),
-    response: Type.Object({ echoed: Bytes }),
-    journal: "without-bytes",
-  }),
-  /** Carries a secret: never copied to the journal. */
-  secret: defineRpc("users.test.secret", {
-    request: Type.Object({ token: Type.String() }),
-    response: Type.Object({ jwt: Type.String() }),
-    journal: false,
-  }),
   slow: defineRpc("users.test.slow", {
     request: Type.Object({ ms: Type.Integer() }),
     response: Type.Object({ waited: Type.Integer() }),

@@ -1,5 +1,6 @@
 import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
 import { createTestVhost, type TestVhost } from "@fundraise/bus/testing";
+import { journalWriter } from "@fundraise/journal";
 import type { EventDescriptor } from "@fundraise/protocol";
 import pg from "pg";
 import { translateDbError } from "../db-errors.ts";
@@ -43,8 +44,15 @@ export async function startServiceHarness(spec: {
   // Silent unless TEST_LOG_LEVEL asks for the services' and buses' JSON lines (debugging a failing test).
   const level = process.env.TEST_LOG_LEVEL;
   const logOf = (service: string) => (level ? createLogger({ service, level }) : silentLogger());
+  // Journaled, as runService's buses are by default (BUS_JOURNAL).
   const busOf = (service: string) =>
-    createAmqpBus({ url: vhost.url, service, logger: logOf(service), translateError: translateDbError });
+    createAmqpBus({
+      url: vhost.url,
+      service,
+      logger: logOf(service),
+      translateError: translateDbError,
+      journal: journalWriter(),
+    });
   const client = await busOf("test-client");
   const events: ReceivedEvent[] = [];
   for (const event of Object.values(spec.record)) {

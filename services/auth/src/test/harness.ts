@@ -104,15 +104,15 @@ export async function startHarness(
   writeDeployment(deploymentFile, chain.deployment);
 
   const log = silentLogger();
-  const usersBus = await createAmqpBus({ url: vhost.url, service: "users", logger: log, journal: false });
+  const usersBus = await createAmqpBus({ url: vhost.url, service: "users", logger: log });
   const calls: Calls = { seen: {}, meanwhile: {} };
   const usersApp = await startUsersApp({
     config: loadUsersConfig({ DATABASE_URL: usersDb.url, AMQP_URL: vhost.url, LOG_LEVEL: "silent" }),
     log,
     bus: recordingCalls(usersBus, calls),
   });
-  const authBus = await createAmqpBus({ url: vhost.url, service: "auth", logger: log, journal: false });
-  const client = await createAmqpBus({ url: vhost.url, service: "test-client", logger: log, journal: false });
+  const authBus = await createAmqpBus({ url: vhost.url, service: "auth", logger: log });
+  const client = await createAmqpBus({ url: vhost.url, service: "test-client", logger: log });
   const config = loadConfig({
     DATABASE_URL: db.url,
     AMQP_URL: vhost.url,

@@ -2,18 +2,11 @@ import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { type AmqpBus, createAmqpBus, Header, subscriptionQueueOf } from "@fundraise/bus";
+import { createTestVhost, type TestVhost, waitFor } from "@fundraise/bus/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  type AmqpBus,
-  createAmqpBus,
-  Header,
-  type JournalRecord,
-  type ReplayOptions,
-  replayJournal,
-  subscriptionQueueOf,
-} from "../src/index.ts";
-import { createTestVhost, type TestVhost, waitFor } from "../src/testing/index.ts";
-import { TestEvents, TestRpc, testLogger } from "./helpers/index.ts";
+import { type JournalRecord, journalWriter, type ReplayOptions, replayJournal } from "../src/index.ts";
+import { TestEvents, TestRpc, testLogger } from "./helpers.ts";
 
 const run = promisify(execFile);
 const packageDir = fileURLToPath(new URL("..", import.meta.url));
@@ -27,8 +20,9 @@ const audited = new Map<string, number>();
 
 beforeAll(async () => {
   vhost = await createTestVhost();
-  client = await createAmqpBus({ url: vhost.url, service: "gateway", logger: log });
-  server = await createAmqpBus({ url: vhost.url, service: "users", logger: log });
+  const journal = journalWriter();
+  client = await createAmqpBus({ url: vhost.url, service: "gateway", logger: log, journal });
+  server = await createAmqpBus({ url: vhost.url, service: "users", logger: log, journal });
   await server.serve(TestRpc.echo, async ({ text }, ctx) => ({ text, requestId: ctx.requestId }));
   await server.serve(TestRpc.bytes, async ({ file }) => ({ reversed: file, size: file.byteLength }));
   await server.serve(TestRpc.content, async ({ file }) => ({ echoed: file }));

@@ -1,5 +1,5 @@
 #!/usr/bin/env -S pnpm exec tsx
-import type { JournalRecord } from "../replay.ts";
+import type { JournalRecord } from "../records.ts";
 import { replayJournal } from "../replay.ts";
 import { parseCli, USAGE, UsageError } from "./args.ts";
 

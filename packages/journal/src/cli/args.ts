@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
-import { isMessageKind, MESSAGE_KINDS } from "../headers.ts";
-import { parseFrom, type ReplayOptions } from "../replay.ts";
+import { isMessageKind, MESSAGE_KINDS } from "@fundraise/bus";
+import { parseFrom } from "../records.ts";
+import type { ReplayOptions } from "../replay.ts";
 
 export const USAGE = `Reads the bus journal (stream queue bus.journal) and prints or re-publishes messages.
 

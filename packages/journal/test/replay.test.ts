@@ -1,7 +1,7 @@
+import { encodeBody, Header } from "@fundraise/bus";
 import { describe, expect, it } from "vitest";
 import { parseCli } from "../src/cli/args.ts";
-import { encodeBody } from "../src/codec.ts";
-import { Header } from "../src/headers.ts";
+import { toPrintable } from "../src/printable.ts";
 import {
   kindOf,
   matchesFilter,
@@ -10,7 +10,7 @@ import {
   streamOffsetArgument,
   topicMatches,
   toRecord,
-} from "../src/replay.ts";
+} from "../src/records.ts";
 
 describe("topicMatches", () => {
   it.each([
@@ -69,6 +69,17 @@ describe("journal records and filters", () => {
       },
     } as unknown as Parameters<typeof toRecord>[0];
   };
+
+  it("prints bytes as their length and a bounded base64 preview", () => {
+    const bytes = new Uint8Array(100).fill(1);
+    const printable = toPrintable({ file: bytes, list: [new Uint8Array([255])], text: "t" }) as Record<
+      string,
+      unknown
+    >;
+    expect(printable.file).toEqual({ $bytes: 100, base64: Buffer.alloc(64, 1).toString("base64") });
+    expect(printable.list).toEqual([{ $bytes: 1, base64: "/w==" }]);
+    expect(printable.text).toBe("t");
+  });
 
   it("decodes the payload and abbreviates bytes", () => {
     const record = toRecord(

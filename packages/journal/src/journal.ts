@@ -1,10 +1,17 @@
+import {
+  amqpTimestamp,
+  type BusJournal,
+  CBOR_CONTENT_TYPE,
+  encodeBody,
+  Header,
+  type JournalFactory,
+  type JournalHost,
+} from "@fundraise/bus";
 import type { JournalMode } from "@fundraise/protocol";
 import type { Channel, ConsumeMessage, Options } from "amqplib";
 import { Encoder } from "cbor-x";
-import type { Logger } from "pino";
-import { CBOR_CONTENT_TYPE, encodeBody, withoutBytes } from "./codec.ts";
-import { amqpTimestamp, Header } from "./headers.ts";
-import { Exchanges } from "./topology.ts";
+import { withoutBytes } from "./printable.ts";
+import { declareJournal, JOURNAL_EXCHANGE } from "./topology.ts";
 
 /** The `type` and `x-bus-kind` of a journal message that carries several entries. */
 export const JOURNAL_BATCH = "journal-batch";
@@ -17,10 +24,6 @@ export interface JournalEntry {
 }
 
 export interface JournalWriterOptions {
-  log: Logger;
-  service: string;
-  /** The channel batches go out on, when there is one. */
-  channel: () => Channel | undefined;
   /** How long an entry may wait for others (default 100 ms). */
   flushMs?: number;
   /** A batch is sent at once when its bodies reach this size (default 256 KiB). */
@@ -38,16 +41,23 @@ const cbor = new Encoder({ useRecords: false, mapsAsObjects: true, tagUint8Array
  * The journal stays what it was, a record kept for debugging and replay: a lost copy is not worth
  * failing a call for, and entries lost with a crashed process are at most `flushMs` of traffic.
  */
-export class JournalWriter {
+export class JournalWriter implements BusJournal {
   private entries: JournalEntry[] = [];
   private bytes = 0;
   private timer: NodeJS.Timeout | undefined;
   private readonly flushMs: number;
   private readonly maxBatchBytes: number;
 
-  constructor(private readonly options: JournalWriterOptions) {
+  constructor(
+    private readonly host: JournalHost,
+    options: JournalWriterOptions = {},
+  ) {
     this.flushMs = options.flushMs ?? 100;
     this.maxBatchBytes = options.maxBatchBytes ?? 256 * 1024;
+  }
+
+  declare(channel: Channel): Promise<void> {
+    return declareJournal(channel);
   }
 
   /**
@@ -100,23 +110,32 @@ export class JournalWriter {
       type: JOURNAL_BATCH,
       contentType: CBOR_CONTENT_TYPE,
       timestamp: amqpTimestamp(),
-      headers: { [Header.KIND]: JOURNAL_BATCH, [Header.PUBLISHED_BY]: this.options.service },
+      headers: { [Header.KIND]: JOURNAL_BATCH, [Header.PUBLISHED_BY]: this.host.service },
     });
   }
 
   private publish(routingKey: string, body: Buffer, properties: Options.Publish): void {
-    const channel = this.options.channel();
+    const channel = this.host.channel();
     if (!channel) {
-      this.options.log.debug({ routingKey }, "journal copy not published (no channel)");
+      this.host.log.debug({ routingKey }, "journal copy not published (no channel)");
       return;
     }
     try {
-      channel.publish(Exchanges.JOURNAL, routingKey, body, properties);
+      channel.publish(JOURNAL_EXCHANGE, routingKey, body, properties);
     } catch (error) {
-      this.options.log.debug({ err: error, routingKey }, "journal copy not published");
+      this.host.log.debug({ err: error, routingKey }, "journal copy not published");
     }
   }
 }
+
+/**
+ * What a bus takes as `journal`: `createAmqpBus({ ..., journal: journalWriter() })` declares the journal
+ * on every (re)connect and copies the bus's RPC requests and replies to it, in batches.
+ */
+export const journalWriter =
+  (options: JournalWriterOptions = {}): JournalFactory =>
+  (host) =>
+    new JournalWriter(host, options);
 
 /** A journal delivery as the reader needs it. */
 export type JournalMessage = Pick<ConsumeMessage, "content" | "fields" | "properties">;
