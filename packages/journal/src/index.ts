@@ -1,18 +1,4 @@
-export {
-  JOURNAL_BATCH,
-  JournalWriter,
-  type JournalWriterOptions,
-  journalMessagesOf,
-  journalWriter,
-} from "./journal.ts";
-export { toPrintable, withoutBytes } from "./printable.ts";
-export {
-  type JournalRecord,
-  matchesFilter,
-  parseFrom,
-  type ReplayFilter,
-  type ReplayFrom,
-  topicMatches,
-} from "./records.ts";
+export { type JournalWriterOptions, journalMessagesOf, journalWriter } from "./journal.ts";
+export type { JournalRecord, ReplayFrom } from "./records.ts";
 export { type ReplayOptions, type ReplaySummary, replayJournal } from "./replay.ts";
-export { declareJournal, JOURNAL_ARGUMENTS, JOURNAL_EXCHANGE, JOURNAL_QUEUE } from "./topology.ts";
+export { declareJournal, JOURNAL_EXCHANGE, JOURNAL_QUEUE } from "./topology.ts";
