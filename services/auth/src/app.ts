@@ -1,7 +1,6 @@
-import type { Bus } from "@fundraise/bus";
 import { loadDeployment } from "@fundraise/contracts";
 import { UsersRpc } from "@fundraise/protocol";
-import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import { type AppDeps, type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import { type ChainReader, createChainReader } from "./chain/chain.ts";
 import type { AuthConfig } from "./config.ts";
@@ -36,138 +35,125 @@ const MAINTENANCE_INTERVAL_MS = 3_600_000;
 const VERIFICATION_RETENTION_MS = 30 * 86_400_000;
 
 /** Composition root: the only place that sees every dependency of the auth service. */
-export async function startAuthApp(deps: { config: AuthConfig; log: Logger; bus: Bus }): Promise<AuthApp> {
-  const { config, log, bus } = deps;
+export async function startAuthApp(deps: AppDeps<AuthConfig>): Promise<AuthApp> {
+  const { config, log, bus, shutdown } = deps;
   const deployment = loadDeployment(config.chain.deploymentFile);
-  const closers: (() => Promise<unknown> | unknown)[] = [];
-  const close = async () => {
-    for (const closeOne of closers.reverse()) {
-      try {
-        await closeOne();
-      } catch (err) {
-        log.warn({ err }, "close failed");
-      }
-    }
-  };
-  try {
-    const { orm, outbox, pool, stop } = await openServiceDatabase({
-      url: config.db.url,
-      schema: config.db.schema,
-      entities: [SigningKey, EmailVerification],
-      migrations,
-      log,
-      bus,
-    });
-    closers.push(stop);
-    const em = () => orm.em.fork();
+  const { orm, outbox, pool } = await openServiceDatabase({
+    url: config.db.url,
+    schema: config.db.schema,
+    entities: [SigningKey, EmailVerification],
+    migrations,
+    log,
+    bus,
+    shutdown,
+  });
+  const em = () => orm.em.fork();
 
-    // Auto-pipelining: the commands of one event-loop turn go out in one write; one write per command was
-    // the largest single cost of a sign-in here (docs/decisions.md, "Sign-in throughput").
-    const redis = new Redis(config.redis.url, {
-      maxRetriesPerRequest: 1,
-      connectTimeout: 5_000,
-      enableAutoPipelining: true,
-    });
-    redis.on("error", (err) => log.warn({ err }, "redis error"));
-    closers.push(() => redis.quit().catch(() => redis.disconnect()));
+  // Auto-pipelining: the commands of one event-loop turn go out in one write; one write per command was
+  // the largest single cost of a sign-in here (docs/decisions.md, "Sign-in throughput").
+  const redis = new Redis(config.redis.url, {
+    maxRetriesPerRequest: 1,
+    connectTimeout: 5_000,
+    enableAutoPipelining: true,
+  });
+  redis.on("error", (err) => log.warn({ err }, "redis error"));
+  shutdown.add("redis", async () => {
+    await redis.quit().catch(() => redis.disconnect());
+  });
 
-    const chain = createChainReader({ url: config.chain.url, deployment, timeoutMs: config.chain.timeoutMs });
-    closers.push(() => chain.close());
-    await checkChain(chain, config.chain.url, log);
+  const chain = createChainReader({ url: config.chain.url, deployment, timeoutMs: config.chain.timeoutMs });
+  shutdown.add("chain", () => chain.close());
+  await checkChain(chain, config.chain.url, log);
 
-    const mailer = createMailer({ ...config.mail, log });
-    closers.push(() => mailer.close());
+  const mailer = createMailer({ ...config.mail, log });
+  shutdown.add("mailer", () => mailer.close());
 
-    const keys = createKeyStore({
-      em,
-      log,
-      rotationDays: config.keys.rotationDays,
-      tokenTtlSeconds: config.jwt.ttlSeconds,
-    });
-    await keys.ensureCurrent();
-    // Hourly: rotate the signing key when due, and forget verification links long expired.
-    const maintenance = setInterval(() => {
-      keys.ensureCurrent().catch((err: unknown) => log.error({ err }, "signing key check failed"));
-      pruneVerifications(em(), new Date(Date.now() - VERIFICATION_RETENTION_MS)).catch((err: unknown) =>
-        log.warn({ err }, "pruning verification links failed"),
-      );
-    }, MAINTENANCE_INTERVAL_MS);
-    maintenance.unref();
-    closers.push(() => clearInterval(maintenance));
+  const keys = createKeyStore({
+    em,
+    log,
+    rotationDays: config.keys.rotationDays,
+    tokenTtlSeconds: config.jwt.ttlSeconds,
+  });
+  await keys.ensureCurrent();
+  // Hourly: rotate the signing key when due, and forget verification links long expired.
+  const maintenance = setInterval(() => {
+    keys.ensureCurrent().catch((err: unknown) => log.error({ err }, "signing key check failed"));
+    pruneVerifications(em(), new Date(Date.now() - VERIFICATION_RETENTION_MS)).catch((err: unknown) =>
+      log.warn({ err }, "pruning verification links failed"),
+    );
+  }, MAINTENANCE_INTERVAL_MS);
+  maintenance.unref();
+  shutdown.add("maintenance", () => clearInterval(maintenance));
 
-    const sessions = createSessionStore({
-      redis,
-      prefix: config.redis.prefix,
-      tokenTtlSeconds: config.jwt.ttlSeconds,
-      pool,
-    });
-    // Login and register check signed messages (legacy texts, EIP-4361, EIP-1271) and consume nonces alike.
-    const nonces = createNonceStore(redis, config.redis.prefix, {
-      ttlSeconds: config.signIn.nonceTtlSeconds,
-      maxPerAddress: config.signIn.noncesPerAddress,
-    });
-    const verifySignedMessage = createSignedMessageVerifier({
-      nonces,
-      chain,
-      settings: {
-        publicBaseUrl: config.publicBaseUrl,
-        siweDomain: config.signIn.siweDomain,
-        nonceTtlSeconds: config.signIn.nonceTtlSeconds,
-        clockSkewSeconds: config.signIn.clockSkewSeconds,
-        legacyMessages: config.signIn.legacyMessages,
-      },
-    });
-    const rateLimiter = createRateLimiter(redis, config.redis.prefix);
-    const accounts = createAccountCopy({
-      redis,
-      prefix: config.redis.prefix,
-      ttlSeconds: config.signIn.accountCopyTtlSeconds,
-      fetch: (address, ctx) => bus.call(UsersRpc.byAddress, { address }, ctx),
-    });
-    const signIn = createSignInService({
-      bus,
-      accounts,
-      nonces,
-      rateLimiter,
-      chain,
-      tokens: createTokenIssuer({
-        keys,
-        issuer: config.jwt.issuer,
-        audience: config.jwt.audience,
-        ttlSeconds: config.jwt.ttlSeconds,
-      }),
-      sessions,
-      verifySignedMessage,
-      limits: config.rateLimits,
-    });
-    const signUp = createSignUpService({
-      bus,
-      em,
-      rateLimiter,
-      mailer,
-      verifySignedMessage,
-      settings: {
-        publicBaseUrl: config.publicBaseUrl,
-        verificationTtlHours: config.verification.ttlHours,
-        limits: config.rateLimits,
-      },
-    });
-    const applySessionChange = createSessionChanges({ sessions, accounts });
-    const subscribers = authSubscribers({
-      em,
-      applySessionChange,
-      accounts,
-      signUp,
+  const sessions = createSessionStore({
+    redis,
+    prefix: config.redis.prefix,
+    tokenTtlSeconds: config.jwt.ttlSeconds,
+    pool,
+  });
+  // Login and register check signed messages (legacy texts, EIP-4361, EIP-1271) and consume nonces alike.
+  const nonces = createNonceStore(redis, config.redis.prefix, {
+    ttlSeconds: config.signIn.nonceTtlSeconds,
+    maxPerAddress: config.signIn.noncesPerAddress,
+  });
+  const verifySignedMessage = createSignedMessageVerifier({
+    nonces,
+    chain,
+    settings: {
+      publicBaseUrl: config.publicBaseUrl,
+      siweDomain: config.signIn.siweDomain,
+      nonceTtlSeconds: config.signIn.nonceTtlSeconds,
+      clockSkewSeconds: config.signIn.clockSkewSeconds,
+      legacyMessages: config.signIn.legacyMessages,
+    },
+  });
+  const rateLimiter = createRateLimiter(redis, config.redis.prefix);
+  const accounts = createAccountCopy({
+    redis,
+    prefix: config.redis.prefix,
+    ttlSeconds: config.signIn.accountCopyTtlSeconds,
+    fetch: (address, ctx) => bus.call(UsersRpc.byAddress, { address }, ctx),
+  });
+  const signIn = createSignInService({
+    bus,
+    accounts,
+    nonces,
+    rateLimiter,
+    chain,
+    tokens: createTokenIssuer({
+      keys,
+      issuer: config.jwt.issuer,
+      audience: config.jwt.audience,
+      ttlSeconds: config.jwt.ttlSeconds,
+    }),
+    sessions,
+    verifySignedMessage,
+    limits: config.rateLimits,
+  });
+  const signUp = createSignUpService({
+    bus,
+    em,
+    rateLimiter,
+    mailer,
+    verifySignedMessage,
+    settings: {
+      publicBaseUrl: config.publicBaseUrl,
       verificationTtlHours: config.verification.ttlHours,
-    });
-    await serveAuthRpc(bus, { signIn, signUp, keys, sessions, applySessionChange });
-    await subscribeAuth(bus, subscribers);
-    log.info({ chainId: deployment.chainId, registry: deployment.registry }, "auth service ready");
-    return { signIn, signUp, keys, subscribers, outbox, stop: close };
-  } catch (error) {
-    await close();
-    throw error;
-  }
+      limits: config.rateLimits,
+    },
+  });
+  const applySessionChange = createSessionChanges({ sessions, accounts });
+  const subscribers = authSubscribers({
+    em,
+    applySessionChange,
+    accounts,
+    signUp,
+    verificationTtlHours: config.verification.ttlHours,
+  });
+  await serveAuthRpc(bus, { signIn, signUp, keys, sessions, applySessionChange });
+  await subscribeAuth(bus, subscribers);
+  log.info({ chainId: deployment.chainId, registry: deployment.registry }, "auth service ready");
+  return { signIn, signUp, keys, subscribers, outbox };
 }
 
 /**

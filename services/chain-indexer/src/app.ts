@@ -1,6 +1,5 @@
-import type { Bus } from "@fundraise/bus";
 import { loadDeployment } from "@fundraise/contracts";
-import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import { type AppDeps, type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { subscribeNewHeads } from "./chain/new-heads.ts";
@@ -19,26 +18,24 @@ import { serveChainRpc } from "./rpc/index.ts";
 export type ChainIndexerApp = ServiceApp & Required<Pick<ServiceApp, "readiness" | "metrics">>;
 
 /** Composition root: the only place that sees every dependency of the chain indexer. */
-export async function startChainIndexerApp(deps: {
-  config: ChainIndexerConfig;
-  log: Logger;
-  bus: Bus;
-}): Promise<ChainIndexerApp> {
-  const { config, log, bus } = deps;
+export async function startChainIndexerApp(deps: AppDeps<ChainIndexerConfig>): Promise<ChainIndexerApp> {
+  const { config, log, bus, shutdown } = deps;
   const deployment = loadDeployment(config.chain.deploymentFile);
   const chain = createChainClient({ url: config.chain.url, timeoutMs: config.chain.timeoutMs });
   await checkChain(chain, deployment.chainId, log);
-  const { orm, outbox, stop } = await openServiceDatabase({
+  const { orm, outbox } = await openServiceDatabase({
     url: config.db.url,
     schema: SCHEMA,
     entities: [Cursor],
     migrations,
     bus,
     log,
+    shutdown,
   });
   // Reads are plain SQL over the stored logs (jsonb arguments), on a small pool of their own.
   const pool = new pg.Pool({ connectionString: config.db.url, max: 4 });
   pool.on("error", (err) => log.warn({ err }, "idle read connection failed"));
+  shutdown.add("read connections", () => pool.end());
   // The chain-read cache: answers in Redis, renewed and invalidated by the writer (reads/hot-keys.ts).
   const redis = new Redis(config.redis.url, {
     maxRetriesPerRequest: 1,
@@ -47,6 +44,7 @@ export async function startChainIndexerApp(deps: {
     enableAutoPipelining: true,
   });
   redis.on("error", (err) => log.debug({ err }, "redis connection error"));
+  shutdown.add("redis", () => redis.disconnect());
   const hotKeys = createHotKeys({
     redis,
     prefix: config.redis.prefix,
@@ -54,11 +52,6 @@ export async function startChainIndexerApp(deps: {
     log,
     ttlMs: config.redis.ttlMs,
   });
-  const closeState = async () => {
-    redis.disconnect();
-    await pool.end();
-    await stop();
-  };
   const progress = createProgress({
     chainId: deployment.chainId,
     startBlock: deployment.startBlock,
@@ -66,17 +59,13 @@ export async function startChainIndexerApp(deps: {
     maxLagBlocks: config.indexer.maxLagBlocks,
     intervalMs: config.indexer.progressLogMs,
   });
-  try {
-    await serveChainRpc(
-      bus,
-      createChainReads(() => pool, deployment.chainId, hotKeys),
-      progress,
-    );
-  } catch (error) {
-    await closeState();
-    throw error;
-  }
+  await serveChainRpc(
+    bus,
+    createChainReads(() => pool, deployment.chainId, hotKeys),
+    progress,
+  );
   const newHeads = subscribeNewHeads({ rpcUrl: config.chain.url, log });
+  shutdown.add("new heads", () => newHeads.close());
   const indexer = startIndexer({
     chain,
     deployment,
@@ -94,6 +83,7 @@ export async function startChainIndexerApp(deps: {
     newHeads,
     committed: hotKeys,
   });
+  shutdown.add("indexer", () => indexer.stop());
   log.info(
     { chainId: deployment.chainId, registry: deployment.registry, startBlock: deployment.startBlock },
     "chain-indexer ready",
@@ -105,11 +95,6 @@ export async function startChainIndexerApp(deps: {
     closeIntake: () => indexer.stop(),
     readiness: () => progress.readiness(),
     metrics: () => progress.metrics(),
-    async stop() {
-      newHeads.close();
-      await indexer.stop();
-      await closeState();
-    },
   };
 }
 

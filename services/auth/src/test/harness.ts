@@ -19,7 +19,7 @@ import {
   type UserRole,
   UsersRpc,
 } from "@fundraise/protocol";
-import { type Logger, silentLogger } from "@fundraise/service-kit";
+import { createShutdown, type Logger, silentLogger } from "@fundraise/service-kit";
 import { createTestDatabase, type TestDatabase } from "@fundraise/service-kit/testing";
 import { startUsersApp } from "@fundraise/users/src/app.ts";
 import { loadConfig as loadUsersConfig } from "@fundraise/users/src/config.ts";
@@ -104,12 +104,14 @@ export async function startHarness(
   writeDeployment(deploymentFile, chain.deployment);
 
   const log = silentLogger();
+  const shutdown = createShutdown(log);
   const usersBus = await createAmqpBus({ url: vhost.url, service: "users", logger: log, journal: false });
   const calls: Calls = { seen: {}, meanwhile: {} };
   const usersApp = await startUsersApp({
     config: loadUsersConfig({ DATABASE_URL: usersDb.url, AMQP_URL: vhost.url, LOG_LEVEL: "silent" }),
     log,
     bus: recordingCalls(usersBus, calls),
+    shutdown,
   });
   const authBus = await createAmqpBus({ url: vhost.url, service: "auth", logger: log, journal: false });
   const client = await createAmqpBus({ url: vhost.url, service: "test-client", logger: log, journal: false });
@@ -132,7 +134,7 @@ export async function startHarness(
     REGISTER_PER_IP_PER_HOUR: "100000",
     ...env,
   });
-  const app = await startAuthApp({ config, log: options.log ?? log, bus: authBus });
+  const app = await startAuthApp({ config, log: options.log ?? log, bus: authBus, shutdown });
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
   const sql = new pg.Client({ connectionString: db.url });
   const usersSql = new pg.Client({ connectionString: usersDb.url });
@@ -155,7 +157,7 @@ export async function startHarness(
       await Promise.all([authBus.stopConsuming(), usersBus.stopConsuming()]);
       await Promise.all([app.outbox?.stop(), usersApp.outbox?.stop()]);
       await Promise.all([client.close(), authBus.close(), usersBus.close()]);
-      await Promise.all([app.stop(), usersApp.stop()]);
+      await shutdown.run("test over");
       await Promise.all([sql.end(), usersSql.end()]);
       const keys = await redis.keys(`${prefix}*`);
       if (keys.length > 0) await redis.del(...keys);

@@ -61,8 +61,8 @@ export const chainEnv = (chain: TestChain, extra: Record<string, string> = {}) =
 
 export const chainIndexerService = (env: Record<string, string>): HarnessService => ({
   name: "chain-indexer",
-  start: ({ env: base, log, bus }) =>
-    startChainIndexerApp({ config: loadConfig({ ...base, ...env }), log, bus }),
+  start: ({ env: base, ...deps }) =>
+    startChainIndexerApp({ config: loadConfig({ ...base, ...env }), ...deps }),
 });
 
 /** The indexer in a harness of its own database and vhost, recording every chain fact. */

@@ -76,15 +76,14 @@ export async function startHarness(
       {
         name: "projects",
         // No chain unless a test gives one: "sync now" then has neither the index nor the chain.
-        start: ({ env: base, log, bus }) =>
+        start: ({ env: base, ...deps }) =>
           startProjectsApp({
             config: loadConfig({
               ...base,
               CHAIN_DEPLOYMENT_FILE: join(dataDir, "no-chain-deployment.json"),
               ...env,
             }),
-            log,
-            bus,
+            ...deps,
           }),
       },
     ],

@@ -39,7 +39,7 @@ export function storageOn(
 ): HarnessService {
   return {
     name: "storage",
-    start: ({ env: base, log, bus }) =>
+    start: ({ env: base, ...deps }) =>
       startStorageApp({
         config: loadConfig({
           ...base,
@@ -50,8 +50,7 @@ export function storageOn(
           RECONCILE_INTERVAL_MS: "0",
           ...env,
         }),
-        log,
-        bus,
+        ...deps,
         ...(clock ? { clock } : {}),
       }),
   };

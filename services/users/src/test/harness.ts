@@ -43,7 +43,7 @@ export interface Harness extends ServiceHarness {
 /** Starts the users service in a harness; others start it beside their own with `usersService`. */
 export const usersService: HarnessService = {
   name: "users",
-  start: ({ env, log, bus }) => startUsersApp({ config: loadConfig(env), log, bus }),
+  start: ({ env, ...deps }) => startUsersApp({ config: loadConfig(env), ...deps }),
 };
 
 /** A STAND-IN for the auth service's `auth.session.apply`: merges and records the changes it is sent. */
@@ -77,7 +77,7 @@ export function sessionStandIn(): SessionStandIn {
         states.set(change.userId, next);
         return next;
       });
-      return { stop: async () => undefined };
+      return {};
     },
   };
   return standIn;
@@ -122,7 +122,7 @@ export function projectsStandIn(): ProjectsStandIn {
         standIn.calls.push({ op: "remove", userId });
         return null;
       });
-      return { stop: async () => undefined };
+      return {};
     },
   };
   return standIn;
