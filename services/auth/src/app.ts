@@ -5,29 +5,30 @@ import { Redis } from "ioredis";
 import { type ChainReader, createChainReader } from "./chain/chain.ts";
 import type { AuthConfig } from "./config.ts";
 import { migrations } from "./db/migrations/index.ts";
+import { AUTH_SCHEMA } from "./db/schema.ts";
 import { createKeyStore, type KeyStore } from "./keys/key-store.ts";
 import { SigningKey } from "./keys/signing-key.entity.ts";
 import { createTokenIssuer } from "./keys/token-issuer.ts";
 import { createMailer } from "./mail/mailer.ts";
 import { serveAuthRpc } from "./rpc/index.ts";
-import { createSessionChanges } from "./sessions/session-changes.ts";
+import { type AccountChanges, createAccountChanges } from "./sessions/account-changes.ts";
 import { createSessionStore } from "./sessions/session-store.ts";
 import { createAccountCopy } from "./sign-in/account-copy.ts";
 import { createNonceStore } from "./sign-in/nonce-store.ts";
 import { createRateLimiter } from "./sign-in/rate-limiter.ts";
 import { createSignInService, type SignInService } from "./sign-in/sign-in.service.ts";
 import { EmailVerification } from "./sign-up/email-verification.entity.ts";
+import { createSignUpRepository } from "./sign-up/sign-up.repository.ts";
 import { createSignUpService, type SignUpService } from "./sign-up/sign-up.service.ts";
-import { pruneVerifications } from "./sign-up/verification.repository.ts";
 import { createSignedMessageVerifier } from "./signatures/signed-message.ts";
-import { authSubscribers, subscribeAuth } from "./subscribers/index.ts";
+import { CONSUMER, subscribeAuth } from "./subscribers/index.ts";
 
 export interface AuthApp extends ServiceApp {
   signIn: SignInService;
   signUp: SignUpService;
   keys: KeyStore;
-  /** The event handlers, also reachable without the bus (tests drive duplicates through them). */
-  subscribers: ReturnType<typeof authSubscribers>;
+  /** The consumed events' use cases, also reachable without the bus (tests drive duplicates through them). */
+  accounts: AccountChanges;
 }
 
 const MAINTENANCE_INTERVAL_MS = 3_600_000;
@@ -40,7 +41,7 @@ export async function startAuthApp(deps: AppDeps<AuthConfig>): Promise<AuthApp> 
   const deployment = loadDeployment(config.chain.deploymentFile);
   const { orm, outbox, pool } = await openServiceDatabase({
     url: config.db.url,
-    schema: config.db.schema,
+    schema: AUTH_SCHEMA,
     entities: [SigningKey, EmailVerification],
     migrations,
     log,
@@ -75,15 +76,6 @@ export async function startAuthApp(deps: AppDeps<AuthConfig>): Promise<AuthApp> 
     tokenTtlSeconds: config.jwt.ttlSeconds,
   });
   await keys.ensureCurrent();
-  // Hourly: rotate the signing key when due, and forget verification links long expired.
-  const maintenance = setInterval(() => {
-    keys.ensureCurrent().catch((err: unknown) => log.error({ err }, "signing key check failed"));
-    pruneVerifications(em(), new Date(Date.now() - VERIFICATION_RETENTION_MS)).catch((err: unknown) =>
-      log.warn({ err }, "pruning verification links failed"),
-    );
-  }, MAINTENANCE_INTERVAL_MS);
-  maintenance.unref();
-  shutdown.add("maintenance", () => clearInterval(maintenance));
 
   const sessions = createSessionStore({
     redis,
@@ -132,7 +124,7 @@ export async function startAuthApp(deps: AppDeps<AuthConfig>): Promise<AuthApp> 
   });
   const signUp = createSignUpService({
     bus,
-    em,
+    verifications: createSignUpRepository(em),
     rateLimiter,
     mailer,
     verifySignedMessage,
@@ -142,18 +134,20 @@ export async function startAuthApp(deps: AppDeps<AuthConfig>): Promise<AuthApp> 
       limits: config.rateLimits,
     },
   });
-  const applySessionChange = createSessionChanges({ sessions, accounts });
-  const subscribers = authSubscribers({
-    em,
-    applySessionChange,
-    accounts,
-    signUp,
-    verificationTtlHours: config.verification.ttlHours,
-  });
-  await serveAuthRpc(bus, { signIn, signUp, keys, sessions, applySessionChange });
-  await subscribeAuth(bus, subscribers);
+  // Hourly: rotate the signing key when due, and forget verification links long expired.
+  const maintenance = setInterval(() => {
+    keys.ensureCurrent().catch((err: unknown) => log.error({ err }, "signing key check failed"));
+    signUp
+      .pruneExpired(new Date(Date.now() - VERIFICATION_RETENTION_MS))
+      .catch((err: unknown) => log.warn({ err }, "pruning verification links failed"));
+  }, MAINTENANCE_INTERVAL_MS);
+  maintenance.unref();
+  shutdown.add("maintenance", () => clearInterval(maintenance));
+  const changes = createAccountChanges({ sessions, accounts, signUp, consumer: CONSUMER });
+  await serveAuthRpc(bus, { signIn, signUp, keys, sessions, accounts: changes });
+  await subscribeAuth(bus, changes);
   log.info({ chainId: deployment.chainId, registry: deployment.registry }, "auth service ready");
-  return { signIn, signUp, keys, subscribers, outbox };
+  return { signIn, signUp, keys, accounts: changes, outbox };
 }
 
 /**

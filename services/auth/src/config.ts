@@ -143,7 +143,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const path = (p: string) => (isAbsolute(p) ? p : resolve(cwd, p));
   return Object.freeze({
-    db: { url: e.DATABASE_URL, schema: "auth" },
+    db: { url: e.DATABASE_URL },
     amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },
     redis: { url: e.REDIS_URL, prefix: e.REDIS_PREFIX },
     log: { level: e.LOG_LEVEL },
