@@ -14,6 +14,7 @@ import { create } from "kubo-rpc-client";
 import type pg from "pg";
 import { type StorageApp, startStorageApp } from "../app.ts";
 import { loadConfig } from "../config.ts";
+import { STORAGE_SCHEMA } from "../content/pin.repository.ts";
 
 /**
  * The storage service as the projects service meets it: its own database and vhost per test file, the
@@ -116,7 +117,7 @@ export { type Content, storeContent, streamContent } from "./uploads.ts";
 
 /** Events of one kind in the storage outbox (published or not), oldest first. */
 export const outboxPayloads = <D extends EventDescriptor>(sql: pg.Pool, event: D) =>
-  kitOutboxPayloads(sql, "storage", event);
+  kitOutboxPayloads(sql, STORAGE_SCHEMA, event);
 
 /** Waits until the test consumer received an event of this kind matching `match`; returns its payload. */
 export const receivedEvent = <D extends EventDescriptor>(

@@ -26,6 +26,7 @@ import { getAddress } from "ethers";
 import type pg from "pg";
 import { startUsersApp } from "../app.ts";
 import { loadConfig } from "../config.ts";
+import { USERS_SCHEMA } from "../users/user.repository.ts";
 
 /**
  * The users service as the gateway and the other services meet it (service-kit `startServiceHarness`),
@@ -190,7 +191,7 @@ export { expectAppError } from "@fundraise/service-kit/testing";
 
 /** Events of one kind in the users outbox (published or not), oldest first. */
 export const outboxPayloads = <D extends EventDescriptor>(sql: pg.Pool, event: D) =>
-  kitOutboxPayloads(sql, "users", event);
+  kitOutboxPayloads(sql, USERS_SCHEMA, event);
 
 /** Waits until the test consumer received an event of this kind matching `match`; returns its payload. */
 export const receivedEvent = <D extends EventDescriptor>(
