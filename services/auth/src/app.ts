@@ -1,8 +1,8 @@
-import { loadDeployment } from "@fundraise/contracts";
+import { checkChainId, createChainClient, loadDeployment } from "@fundraise/contracts";
 import { UsersRpc } from "@fundraise/protocol";
-import { type AppDeps, type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import { type AppDeps, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
-import { type ChainReader, createChainReader } from "./chain/chain.ts";
+import { createChainReader } from "./chain/chain.ts";
 import type { AuthConfig } from "./config.ts";
 import { migrations } from "./db/migrations/index.ts";
 import { AUTH_SCHEMA } from "./db/schema.ts";
@@ -62,9 +62,16 @@ export async function startAuthApp(deps: AppDeps<AuthConfig>): Promise<AuthApp> 
     await redis.quit().catch(() => redis.disconnect());
   });
 
-  const chain = createChainReader({ url: config.chain.url, deployment, timeoutMs: config.chain.timeoutMs });
-  shutdown.add("chain", () => chain.close());
-  await checkChain(chain, config.chain.url, log);
+  const chainClient = createChainClient(config.chain);
+  shutdown.add("chain", () => chainClient.close());
+  // An unreachable chain does not stop the service: logins answer 503 until it is back.
+  await checkChainId(chainClient, deployment.chainId, (err) =>
+    log.warn(
+      { err, chainRpcUrl: config.chain.url },
+      "the chain is unreachable; sign-in answers 503 until it is back",
+    ),
+  );
+  const chain = createChainReader(chainClient, deployment);
 
   const mailer = createMailer({ ...config.mail, log });
   shutdown.add("mailer", () => mailer.close());
@@ -148,23 +155,4 @@ export async function startAuthApp(deps: AppDeps<AuthConfig>): Promise<AuthApp> 
   await subscribeAuth(bus, changes);
   log.info({ chainId: deployment.chainId, registry: deployment.registry }, "auth service ready");
   return { signIn, signUp, keys, accounts: changes, outbox };
-}
-
-/**
- * A chain that answers with another chain id than the deployment file's is a configuration error (every
- * role read would be wrong): refuse to start. An unreachable chain is not: logins answer 503 until it is back.
- */
-async function checkChain(chain: ChainReader, url: string, log: Logger): Promise<void> {
-  let actual: number;
-  try {
-    actual = await chain.fetchChainId();
-  } catch (err) {
-    log.warn({ err, chainRpcUrl: url }, "the chain is unreachable; sign-in answers 503 until it is back");
-    return;
-  }
-  if (actual !== chain.chainId) {
-    throw new Error(
-      `CHAIN_RPC_URL serves chain ${actual} but the deployment file is for chain ${chain.chainId}`,
-    );
-  }
 }

@@ -1,9 +1,7 @@
-import { loadDeployment } from "@fundraise/contracts";
-import { type AppDeps, type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import { checkChainId, createChainClient, loadDeployment } from "@fundraise/contracts";
+import { type AppDeps, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { subscribeNewHeads } from "./chain/new-heads.ts";
-import { type ChainClient, createChainClient } from "./chain/rpc-client.ts";
 import type { ChainIndexerConfig } from "./config.ts";
 import { migrations } from "./db/migrations/index.ts";
 import { Cursor } from "./indexer/cursor.entity.ts";
@@ -22,7 +20,10 @@ export async function startChainIndexerApp(deps: AppDeps<ChainIndexerConfig>): P
   const { config, log, bus, shutdown } = deps;
   const deployment = loadDeployment(config.chain.deploymentFile);
   const chain = createChainClient({ url: config.chain.url, timeoutMs: config.chain.timeoutMs });
-  await checkChain(chain, deployment.chainId, log);
+  shutdown.add("chain", () => chain.close());
+  await checkChainId(chain, deployment.chainId, (err) =>
+    log.warn({ err }, "the chain is unreachable; indexing starts when it answers"),
+  );
   const { orm, outbox } = await openServiceDatabase({
     url: config.db.url,
     schema: SCHEMA,
@@ -64,7 +65,7 @@ export async function startChainIndexerApp(deps: AppDeps<ChainIndexerConfig>): P
     createChainReads(() => pool, deployment.chainId, hotKeys),
     progress,
   );
-  const newHeads = subscribeNewHeads({ rpcUrl: config.chain.url, log });
+  const newHeads = chain.newHeads({ log });
   shutdown.add("new heads", () => newHeads.close());
   const indexer = startIndexer({
     chain,
@@ -96,21 +97,4 @@ export async function startChainIndexerApp(deps: AppDeps<ChainIndexerConfig>): P
     readiness: () => progress.readiness(),
     metrics: () => progress.metrics(),
   };
-}
-
-/**
- * A chain that answers with another chain id than the deployment file's is a configuration error: refuse
- * to start. An unreachable chain is not: the indexer tries again until it answers.
- */
-async function checkChain(chain: ChainClient, expected: number, log: Logger): Promise<void> {
-  let actual: number;
-  try {
-    actual = await chain.chainId();
-  } catch (err) {
-    log.warn({ err }, "the chain is unreachable; indexing starts when it answers");
-    return;
-  }
-  if (actual !== expected) {
-    throw new Error(`CHAIN_RPC_URL serves chain ${actual} but the deployment file is for chain ${expected}`);
-  }
 }

@@ -2,7 +2,6 @@ import { ChainRpc } from "@fundraise/protocol";
 import type { ServiceHarness } from "@fundraise/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setStatus, startChain, startHarness, type TestChain, waitIndexed } from "../test/harness.ts";
-import { webSocketUrlOf } from "./new-heads.ts";
 
 // anvil serves JSON-RPC over WebSocket on its HTTP port: the indexer subscribes to newHeads there.
 let chain: TestChain;
@@ -34,11 +33,5 @@ describe("new heads", () => {
         interval: 20,
       })
       .toBe(true);
-  });
-
-  it("the WebSocket endpoint of a JSON-RPC URL", () => {
-    expect(webSocketUrlOf("http://127.0.0.1:8545")).toBe("ws://127.0.0.1:8545/");
-    expect(webSocketUrlOf("https://rpc.example.org/v1/key")).toBe("wss://rpc.example.org/v1/key");
-    expect(webSocketUrlOf("ws://node:8546")).toBe("ws://node:8546/");
   });
 });
