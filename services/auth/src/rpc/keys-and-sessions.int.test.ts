@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { testMessageContext, waitFor } from "@fundraise/bus/testing";
 import { AuthRpc, UsersEvents, UsersRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { VERIFIED_MESSAGE } from "./sign-up/sign-up.service.ts";
+import { VERIFIED_MESSAGE } from "../sign-up/sign-up.service.ts";
 import {
   failureOf,
   type Harness,
@@ -10,8 +10,8 @@ import {
   newWallet,
   startHarness,
   verifyToken,
-} from "./test/harness.ts";
-import { verificationLinkIn } from "./test/smtp.ts";
+} from "../test/harness.ts";
+import { verificationLinkIn } from "../test/smtp.ts";
 
 // Signing keys, the JWKS and the session hash the gateway reads, on the real servers, with the real users
 // service. Some users events are published here on the real bus as the users service publishes them.

@@ -3,9 +3,9 @@ import { registryAt, UserStatus, waitForReceipt } from "@fundraise/contracts";
 import { AuthRpc, UsersRpc } from "@fundraise/protocol";
 import type { HDNodeWallet } from "ethers";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createAccountCopy } from "./sign-in/account-copy.ts";
-import { LOGIN_FAILED_MESSAGE } from "./sign-in/sign-in.service.ts";
-import { deployContractWallet } from "./test/contract-wallet.ts";
+import { createAccountCopy } from "../sign-in/account-copy.ts";
+import { LOGIN_FAILED_MESSAGE } from "../sign-in/sign-in.service.ts";
+import { deployContractWallet } from "../test/contract-wallet.ts";
 import {
   failureOf,
   type Harness,
@@ -15,7 +15,7 @@ import {
   siweMessage,
   startHarness,
   verifyToken,
-} from "./test/harness.ts";
+} from "../test/harness.ts";
 
 // Sign-in on the real servers: Postgres, RabbitMQ, Redis, anvil with the platform deployed, and the real
 // users service beside the auth service.
