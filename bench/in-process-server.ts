@@ -7,13 +7,13 @@ import { createLogger, createOrm, createSqlPool } from "@fundraise/service-kit";
 import Fastify from "fastify";
 import { migrations } from "../services/users/src/db/migrations/index.ts";
 import { User } from "../services/users/src/users/user.entity.ts";
-import { createUserRepository } from "../services/users/src/users/user.repository.ts";
+import { createUserRepository, USERS_SCHEMA } from "../services/users/src/users/user.repository.ts";
 import { createUserService } from "../services/users/src/users/user.service.ts";
 
 const log = createLogger({ service: "bench-in-process", level: "warn" });
 const orm = await createOrm({
   url: process.env.DATABASE_URL as string,
-  schema: "users",
+  schema: USERS_SCHEMA,
   entities: [User],
   migrations,
   log,

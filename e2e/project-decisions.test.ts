@@ -9,6 +9,7 @@ import {
   withRunner,
 } from "@fundraise/contracts";
 import { type JsonRpcProvider, parseEther, Wallet } from "ethers";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Answer, createClient } from "./client.ts";
 import {
@@ -285,8 +286,23 @@ describe("a new file is a new proposal (behaviour.md §8)", () => {
         { timeout: 20_000, interval: 100 },
       )
       .toBe(true);
-    // Indexed; a moment more for the indexer's fact to reach the projects service over the bus.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // Indexed; then the indexer's fact reaches the projects service over the bus, which records it in its ledger.
+    const db = new pg.Pool({ connectionString: sys.databaseUrl, max: 1 });
+    try {
+      await waitFor(
+        async () =>
+          (
+            await db.query(
+              `select 1 from projects.chain_fact where project_hash = $1 and kind = 'evaluation' and not retracted`,
+              [fileHash.toUpperCase()],
+            )
+          ).rows.length > 0,
+        20_000,
+        "the evaluation in the projects service's ledger",
+      );
+    } finally {
+      await db.end();
+    }
 
     const res = await call("PUT", "/Project/Update/", proposer, {
       ProjectID: id,

@@ -4,7 +4,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     name: "contracts",
-    include: ["test/**/*.test.ts"],
+    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     // Each test file starts its own anvil; the ABI freshness test may run solc once (~15 s) on a cold cache.
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -10,6 +10,16 @@ export {
   isAuctionType,
 } from "./auction-types.ts";
 export {
+  type BlockHeader,
+  type ChainClient,
+  ChainRpcError,
+  checkChainId,
+  createChainClient,
+  type JsonRpcCall,
+  type LogFilter,
+  type RawLog,
+} from "./chain-client.ts";
+export {
   type AbiFunctionName,
   type AuctionContract,
   auctionAt,
@@ -48,5 +58,6 @@ export {
   topicsOf,
 } from "./events.ts";
 export * from "./generated/index.ts";
+export { type HeadsLog, type NewHeads, webSocketUrlOf } from "./new-heads.ts";
 export { createProvider, fetchChainId, waitForReceipt } from "./provider.ts";
 export { ADMIN_ROLE, type ChainRole, roleOf, UserStatus, type UserStatusName } from "./roles.ts";

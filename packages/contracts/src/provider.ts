@@ -1,4 +1,5 @@
 import { JsonRpcProvider, type Provider, type TransactionReceipt } from "ethers";
+import { createChainClient } from "./chain-client.ts";
 
 /**
  * A provider tuned for a known chain: no network detection retries, no request batching (which adds a stall
@@ -14,18 +15,14 @@ export function createProvider(url: string, chainId: number): JsonRpcProvider {
   return provider;
 }
 
-/** Reads the chain id with a bare JSON-RPC call (before a provider exists). */
+/** Reads the chain id with one JSON-RPC call (before a provider exists). */
 export async function fetchChainId(url: string, timeoutMs = 5_000): Promise<number> {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
-    signal: AbortSignal.timeout(timeoutMs),
-  });
-  const body = (await response.json()) as { result?: string; error?: { message: string } };
-  if (typeof body.result !== "string")
-    throw new Error(`eth_chainId failed at ${url}: ${body.error?.message}`);
-  return Number(BigInt(body.result));
+  const client = createChainClient({ url, timeoutMs });
+  try {
+    return await client.chainId();
+  } finally {
+    client.close();
+  }
 }
 
 /**

@@ -1,10 +1,12 @@
+import { resolve } from "node:path";
 import Type, { type Static, type TObject, type TProperties } from "typebox";
 import { Compile } from "typebox/compile";
 import Value from "typebox/value";
 
 /**
- * Environment fragments, one name per thing across every service (architecture.md, "Running it").
- * A service composes the fragments it needs plus its own variables and calls `loadEnv` once, in main.ts.
+ * Environment fragments, one name per thing across every service (architecture.md, "Running it"), each
+ * with the config section it becomes (`…Section` below). A service's config.ts composes the fragments it
+ * needs plus its own variables, calls `loadEnv` once and adds only its own sections.
  */
 export const DatabaseEnv = {
   DATABASE_URL: Type.String({
@@ -75,6 +77,45 @@ export const LogEnv = {
     description: "pino log level",
   }),
 };
+
+/** The public address of the gateway (auth's mail links and SIWE URIs, the gateway's OpenAPI servers). */
+export const PublicUrlEnv = {
+  PUBLIC_BASE_URL: Type.String({
+    default: "http://localhost:8080",
+    pattern: "^https?://",
+    description: "where the gateway is reached from outside (mail links)",
+  }),
+};
+/** Access tokens: what auth writes into them and the gateway expects. */
+export const JwtEnv = {
+  JWT_ISSUER: Type.String({ default: "fundraise-auth", description: "expected `iss` of access tokens" }),
+  JWT_AUDIENCE: Type.String({ default: "fundraise", description: "expected `aud` of access tokens" }),
+};
+/** What every service but the gateway reads: its database, the bus, the log level, the health port. */
+export const ServiceEnv = { ...DatabaseEnv, ...AmqpEnv, ...LogEnv, ...HealthEnv };
+
+type EnvOf<P extends TProperties> = Static<TObject<P>>;
+
+export const amqpSection = (e: EnvOf<typeof AmqpEnv>) => ({
+  url: e.AMQP_URL,
+  prefetch: e.AMQP_PREFETCH,
+  journal: e.BUS_JOURNAL,
+});
+export const logSection = (e: EnvOf<typeof LogEnv>) => ({ level: e.LOG_LEVEL });
+export const redisSection = (e: EnvOf<typeof RedisEnv>) => ({ url: e.REDIS_URL, prefix: e.REDIS_PREFIX });
+/** The chain's section; the deployment file relative to `cwd`. */
+export const chainSection = (e: EnvOf<typeof ChainEnv>, cwd: string) => ({
+  url: e.CHAIN_RPC_URL,
+  deploymentFile: resolve(cwd, e.CHAIN_DEPLOYMENT_FILE),
+  timeoutMs: e.CHAIN_TIMEOUT_MS,
+});
+/** ServiceEnv's sections: `db` (the schema is the service's own constant), and what runService reads. */
+export const serviceSections = (e: EnvOf<typeof ServiceEnv>) => ({
+  db: { url: e.DATABASE_URL },
+  amqp: amqpSection(e),
+  log: logSection(e),
+  health: { port: e.HEALTH_PORT, host: e.HEALTH_HOST },
+});
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {

@@ -104,6 +104,13 @@ describe("runService", () => {
     }
   }, 60_000);
 
+  it("a start that fails half-way closes what the app had opened, and exits 1", async () => {
+    const { child, output } = startFixture({ FAIL_START: "1" });
+    const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
+    expect(code).toBe(1);
+    expect(steps(output())).toEqual(["app"]);
+  }, 60_000);
+
   it("a service that cannot start logs why and exits 1", async () => {
     let output = "";
     const child = spawn(

@@ -1,10 +1,10 @@
-import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
+import { type AmqpBus, type Bus, createAmqpBus } from "@fundraise/bus";
 import { journalWriter } from "@fundraise/journal";
 import { translateDbError } from "./db-errors.ts";
 import { type HealthServer, metricLines, startHealthServer } from "./health-server.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import type { ServiceOutbox } from "./outbox.ts";
-import { createShutdown, exitOnSignals, type Shutdown } from "./shutdown.ts";
+import { type Closers, createShutdown, exitOnSignals, type Shutdown } from "./shutdown.ts";
 
 /** What `runService` needs of a service's config (every config.ts has these). */
 export interface ServiceConfig {
@@ -14,14 +14,16 @@ export interface ServiceConfig {
   health?: { port: number; host: string };
 }
 
-/** A started service, as its composition root (`app.ts`) returns it. */
+/**
+ * A started service, as its composition root (`app.ts`) returns it. What the app opened (database, Redis,
+ * timers) it registered with `shutdown.add` as it opened it: closed last, in reverse order, and also when
+ * the start fails half-way.
+ */
 export interface ServiceApp {
   /** Stops taking work that does not come over the bus (the gateway's HTTP listener). */
   closeIntake?: () => Promise<void>;
   /** The service's outbox, when it owes events. */
   outbox?: ServiceOutbox;
-  /** Closes what the app opened (database, Redis, timers). */
-  stop(): Promise<void>;
   /** The service's own readiness beyond a connected bus (the indexer: lag within its bound). */
   readiness?: () => { ready: boolean; detail?: Record<string, unknown> };
   /** The service's own Prometheus lines, appended to the process's on `/metrics`. */
@@ -31,7 +33,15 @@ export interface ServiceApp {
 export interface ServiceSpec<C extends ServiceConfig> {
   name: string;
   loadConfig: () => C;
-  start: (deps: { config: C; log: Logger; bus: AmqpBus; shutdown: Shutdown }) => Promise<ServiceApp>;
+  start: (deps: AppDeps<C, AmqpBus>) => Promise<ServiceApp>;
+}
+
+/** What a composition root gets: its config, logger and bus, and the shutdown it registers its resources with. */
+export interface AppDeps<C, B extends Bus = Bus> {
+  config: C;
+  log: Logger;
+  bus: B;
+  shutdown: Closers;
 }
 
 /**
@@ -41,9 +51,11 @@ export interface ServiceSpec<C extends ServiceConfig> {
  *    commit;
  * 3. stop the outbox relay: its last pass publishes what those handlers committed;
  * 4. close the bus;
- * 5. close the app's own resources (database, Redis, timers).
- * Each step is bounded by the shutdown's grace period. A service that fails to start logs why and exits 1;
- * one that started tells a parent process with an IPC channel `{ type: "ready", service }`.
+ * 5. close the app's own resources (database, Redis, timers: what it registered with `shutdown.add`);
+ * 6. the health endpoints.
+ * Each step is bounded by the shutdown's grace period. A service that fails to start closes its bus and what
+ * its app had opened, logs why and exits 1; one that started tells a parent process with an IPC channel
+ * `{ type: "ready", service }`.
  */
 export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>): Promise<void> {
   const config = spec.loadConfig();
@@ -64,6 +76,8 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
         },
       });
       log.info({ port: health.port }, "health endpoints listening");
+      const server = health;
+      shutdown.add("health endpoints", () => server.close());
     }
     bus = await createAmqpBus({
       url: config.amqp.url,
@@ -81,10 +95,7 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
     const started = bus;
     const startedApp = await spec.start({ config, log, bus: started, shutdown });
     app = startedApp;
-    // Steps run last-added first.
-    const server = health;
-    if (server) shutdown.add("health endpoints", () => server.close());
-    shutdown.add("app", () => startedApp.stop());
+    // Steps run last-added first: the app's own resources (added while it started) after the bus.
     shutdown.add("bus", () => started.close());
     if (startedApp.outbox) shutdown.add("outbox relay", () => startedApp.outbox?.stop());
     shutdown.add("consumers", () => started.stopConsuming());
@@ -94,7 +105,7 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
   } catch (err) {
     log.fatal({ err }, `${spec.name} failed to start`);
     await bus?.close().catch(() => undefined);
-    await health?.close().catch(() => undefined);
+    await shutdown.run("failed to start");
     process.exit(1);
   }
 }

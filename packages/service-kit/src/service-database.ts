@@ -2,6 +2,7 @@ import type { Bus } from "@fundraise/bus";
 import type { SqlPool } from "@fundraise/outbox";
 import { createOrm, type Orm, type OrmSetup } from "./orm.ts";
 import { type ServiceOutbox, startOutbox } from "./outbox.ts";
+import type { Closers } from "./shutdown.ts";
 import { createSqlPool } from "./sql-pool.ts";
 
 /** A service's own schema: its ORM (migrated) and the outbox of the events it owes. */
@@ -10,26 +11,23 @@ export interface ServiceDatabase {
   outbox: ServiceOutbox;
   /** Plain connections for hot statements that stand alone (sql-pool.ts). */
   pool: SqlPool;
-  /** The outbox first (its last pass publishes what is committed), then the pool and the ORM. */
-  stop(): Promise<void>;
 }
 
-/** Opens what every service with a database opens the same way: createOrm, startOutbox, a SqlPool. */
+/**
+ * Opens what every service with a database opens the same way: createOrm, startOutbox, a SqlPool. Closed at
+ * shutdown: the outbox first (its last pass publishes what is committed), then the pool and the ORM.
+ */
 export async function openServiceDatabase(
-  setup: OrmSetup & { bus: Pick<Bus, "publish"> },
+  setup: OrmSetup & { bus: Pick<Bus, "publish">; shutdown: Closers },
 ): Promise<ServiceDatabase> {
-  const { bus, ...ormSetup } = setup;
+  const { bus, shutdown, ...ormSetup } = setup;
   const orm = await createOrm(ormSetup);
   const outbox = startOutbox({ url: setup.url, schema: setup.schema, bus, log: setup.log });
   const pool = createSqlPool(setup.url);
-  return {
-    orm,
-    outbox,
-    pool,
-    async stop() {
-      await outbox.stop();
-      await pool.end();
-      await orm.close();
-    },
-  };
+  shutdown.add("database", async () => {
+    await outbox.stop();
+    await pool.end();
+    await orm.close();
+  });
+  return { orm, outbox, pool };
 }

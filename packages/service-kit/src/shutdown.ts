@@ -8,6 +8,9 @@ export interface Shutdown {
   readonly signal: AbortSignal;
 }
 
+/** What a service's app registers its resources with (closed last opened, first closed). */
+export type Closers = Pick<Shutdown, "add">;
+
 export function createShutdown(log: Logger, graceMs = 10_000): Shutdown {
   const steps: { name: string; close: () => Promise<void> | void }[] = [];
   const controller = new AbortController();

@@ -1,27 +1,25 @@
-import { isAbsolute, resolve } from "node:path";
+import { resolve } from "node:path";
 import {
-  AmqpEnv,
   ChainEnv,
   ConfigError,
-  DatabaseEnv,
-  HealthEnv,
-  LogEnv,
+  chainSection,
+  JwtEnv,
   loadEnv,
+  PublicUrlEnv,
   RedisEnv,
+  redisSection,
+  ServiceEnv,
+  serviceSections,
 } from "@fundraise/service-kit";
 import Type from "typebox";
 
-/**
- * The auth service's environment. Shared names (PUBLIC_BASE_URL, JWT_ISSUER, JWT_AUDIENCE) are declared
- * exactly as the gateway declares them: one name means one thing (scripts/env-example.ts checks it).
- */
+/** The auth service's environment: service-kit's fragments (shared with the gateway too) and its own. */
 export const AuthEnv = {
-  ...DatabaseEnv,
-  ...AmqpEnv,
+  ...ServiceEnv,
   ...RedisEnv,
-  ...LogEnv,
-  ...HealthEnv,
   ...ChainEnv,
+  ...PublicUrlEnv,
+  ...JwtEnv,
   SMTP_URL: Type.String({
     default: "",
     pattern: "^(smtps?://.*)?$",
@@ -37,13 +35,6 @@ export const AuthEnv = {
     minLength: 3,
     description: "sender of verification mail",
   }),
-  PUBLIC_BASE_URL: Type.String({
-    default: "http://localhost:8080",
-    pattern: "^https?://",
-    description: "where the gateway is reached from outside (mail links)",
-  }),
-  JWT_ISSUER: Type.String({ default: "fundraise-auth", description: "expected `iss` of access tokens" }),
-  JWT_AUDIENCE: Type.String({ default: "fundraise", description: "expected `aud` of access tokens" }),
   TOKEN_TTL_SECONDS: Type.Integer({
     default: 7200,
     minimum: 5,
@@ -141,21 +132,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!/^[A-Za-z0-9.-]+(:\d+)?$/.test(siweDomain)) {
     throw new ConfigError(["SIWE_DOMAIN must be a host with an optional port, like app.example.com:8443"]);
   }
-  const path = (p: string) => (isAbsolute(p) ? p : resolve(cwd, p));
   return Object.freeze({
-    db: { url: e.DATABASE_URL, schema: "auth" },
-    amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },
-    redis: { url: e.REDIS_URL, prefix: e.REDIS_PREFIX },
-    log: { level: e.LOG_LEVEL },
-    health: { port: e.HEALTH_PORT, host: e.HEALTH_HOST },
-    chain: {
-      url: e.CHAIN_RPC_URL,
-      deploymentFile: path(e.CHAIN_DEPLOYMENT_FILE),
-      timeoutMs: e.CHAIN_TIMEOUT_MS,
-    },
+    ...serviceSections(e),
+    redis: redisSection(e),
+    chain: chainSection(e, cwd),
     mail: {
       smtpUrl: e.SMTP_URL === "" ? undefined : e.SMTP_URL,
-      dir: path(e.MAIL_DIR),
+      dir: resolve(cwd, e.MAIL_DIR),
       from: e.MAIL_FROM,
     },
     publicBaseUrl: base.toString().replace(/\/+$/, ""),

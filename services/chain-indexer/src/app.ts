@@ -1,10 +1,7 @@
-import type { Bus } from "@fundraise/bus";
-import { loadDeployment } from "@fundraise/contracts";
-import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import { checkChainId, createChainClient, loadDeployment } from "@fundraise/contracts";
+import { type AppDeps, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import pg from "pg";
-import { subscribeNewHeads } from "./chain/new-heads.ts";
-import { type ChainClient, createChainClient } from "./chain/rpc-client.ts";
 import type { ChainIndexerConfig } from "./config.ts";
 import { migrations } from "./db/migrations/index.ts";
 import { Cursor } from "./indexer/cursor.entity.ts";
@@ -19,26 +16,27 @@ import { serveChainRpc } from "./rpc/index.ts";
 export type ChainIndexerApp = ServiceApp & Required<Pick<ServiceApp, "readiness" | "metrics">>;
 
 /** Composition root: the only place that sees every dependency of the chain indexer. */
-export async function startChainIndexerApp(deps: {
-  config: ChainIndexerConfig;
-  log: Logger;
-  bus: Bus;
-}): Promise<ChainIndexerApp> {
-  const { config, log, bus } = deps;
+export async function startChainIndexerApp(deps: AppDeps<ChainIndexerConfig>): Promise<ChainIndexerApp> {
+  const { config, log, bus, shutdown } = deps;
   const deployment = loadDeployment(config.chain.deploymentFile);
   const chain = createChainClient({ url: config.chain.url, timeoutMs: config.chain.timeoutMs });
-  await checkChain(chain, deployment.chainId, log);
-  const { orm, outbox, stop } = await openServiceDatabase({
+  shutdown.add("chain", () => chain.close());
+  await checkChainId(chain, deployment.chainId, (err) =>
+    log.warn({ err }, "the chain is unreachable; indexing starts when it answers"),
+  );
+  const { orm, outbox } = await openServiceDatabase({
     url: config.db.url,
     schema: SCHEMA,
     entities: [Cursor],
     migrations,
     bus,
     log,
+    shutdown,
   });
   // Reads are plain SQL over the stored logs (jsonb arguments), on a small pool of their own.
   const pool = new pg.Pool({ connectionString: config.db.url, max: 4 });
   pool.on("error", (err) => log.warn({ err }, "idle read connection failed"));
+  shutdown.add("read connections", () => pool.end());
   // The chain-read cache: answers in Redis, renewed and invalidated by the writer (reads/hot-keys.ts).
   const redis = new Redis(config.redis.url, {
     maxRetriesPerRequest: 1,
@@ -47,6 +45,7 @@ export async function startChainIndexerApp(deps: {
     enableAutoPipelining: true,
   });
   redis.on("error", (err) => log.debug({ err }, "redis connection error"));
+  shutdown.add("redis", () => redis.disconnect());
   const hotKeys = createHotKeys({
     redis,
     prefix: config.redis.prefix,
@@ -54,11 +53,6 @@ export async function startChainIndexerApp(deps: {
     log,
     ttlMs: config.redis.ttlMs,
   });
-  const closeState = async () => {
-    redis.disconnect();
-    await pool.end();
-    await stop();
-  };
   const progress = createProgress({
     chainId: deployment.chainId,
     startBlock: deployment.startBlock,
@@ -66,17 +60,13 @@ export async function startChainIndexerApp(deps: {
     maxLagBlocks: config.indexer.maxLagBlocks,
     intervalMs: config.indexer.progressLogMs,
   });
-  try {
-    await serveChainRpc(
-      bus,
-      createChainReads(() => pool, deployment.chainId, hotKeys),
-      progress,
-    );
-  } catch (error) {
-    await closeState();
-    throw error;
-  }
-  const newHeads = subscribeNewHeads({ rpcUrl: config.chain.url, log });
+  await serveChainRpc(
+    bus,
+    createChainReads(() => pool, deployment.chainId, hotKeys),
+    progress,
+  );
+  const newHeads = chain.newHeads({ log });
+  shutdown.add("new heads", () => newHeads.close());
   const indexer = startIndexer({
     chain,
     deployment,
@@ -94,6 +84,7 @@ export async function startChainIndexerApp(deps: {
     newHeads,
     committed: hotKeys,
   });
+  shutdown.add("indexer", () => indexer.stop());
   log.info(
     { chainId: deployment.chainId, registry: deployment.registry, startBlock: deployment.startBlock },
     "chain-indexer ready",
@@ -105,27 +96,5 @@ export async function startChainIndexerApp(deps: {
     closeIntake: () => indexer.stop(),
     readiness: () => progress.readiness(),
     metrics: () => progress.metrics(),
-    async stop() {
-      newHeads.close();
-      await indexer.stop();
-      await closeState();
-    },
   };
-}
-
-/**
- * A chain that answers with another chain id than the deployment file's is a configuration error: refuse
- * to start. An unreachable chain is not: the indexer tries again until it answers.
- */
-async function checkChain(chain: ChainClient, expected: number, log: Logger): Promise<void> {
-  let actual: number;
-  try {
-    actual = await chain.chainId();
-  } catch (err) {
-    log.warn({ err }, "the chain is unreachable; indexing starts when it answers");
-    return;
-  }
-  if (actual !== expected) {
-    throw new Error(`CHAIN_RPC_URL serves chain ${actual} but the deployment file is for chain ${expected}`);
-  }
 }

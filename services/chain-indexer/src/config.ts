@@ -1,22 +1,18 @@
-import { isAbsolute, resolve } from "node:path";
 import {
-  AmqpEnv,
   ChainEnv,
   ConfigError,
-  DatabaseEnv,
-  HealthEnv,
-  LogEnv,
+  chainSection,
   loadEnv,
   RedisEnv,
+  redisSection,
+  ServiceEnv,
+  serviceSections,
 } from "@fundraise/service-kit";
 import Type from "typebox";
 
 /** The chain indexer's environment: the shared fragments (the chain's as auth reads it) and its own. */
 export const ChainIndexerEnv = {
-  ...DatabaseEnv,
-  ...AmqpEnv,
-  ...LogEnv,
-  ...HealthEnv,
+  ...ServiceEnv,
   ...ChainEnv,
   ...RedisEnv,
   CHAIN_READ_CACHE_TTL_MS: Type.Integer({
@@ -72,17 +68,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(["CHAIN_LOG_RANGE_MIN must not exceed CHAIN_LOG_RANGE_MAX"]);
   }
   return Object.freeze({
-    db: { url: e.DATABASE_URL, schema: "chain_indexer" },
-    amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },
-    log: { level: e.LOG_LEVEL },
-    health: { port: e.HEALTH_PORT, host: e.HEALTH_HOST },
-    redis: { url: e.REDIS_URL, prefix: e.REDIS_PREFIX, ttlMs: e.CHAIN_READ_CACHE_TTL_MS },
+    ...serviceSections(e),
+    redis: { ...redisSection(e), ttlMs: e.CHAIN_READ_CACHE_TTL_MS },
     chain: {
-      url: e.CHAIN_RPC_URL,
-      deploymentFile: isAbsolute(e.CHAIN_DEPLOYMENT_FILE)
-        ? e.CHAIN_DEPLOYMENT_FILE
-        : resolve(cwd, e.CHAIN_DEPLOYMENT_FILE),
-      timeoutMs: e.CHAIN_TIMEOUT_MS,
+      ...chainSection(e, cwd),
       confirmations: e.CHAIN_CONFIRMATIONS,
       reorgWindow: e.CHAIN_REORG_WINDOW,
     },

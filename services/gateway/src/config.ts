@@ -1,10 +1,22 @@
-import { AmqpEnv, LogEnv, loadEnv, RedisEnv } from "@fundraise/service-kit";
+import {
+  AmqpEnv,
+  amqpSection,
+  JwtEnv,
+  LogEnv,
+  loadEnv,
+  logSection,
+  PublicUrlEnv,
+  RedisEnv,
+  redisSection,
+} from "@fundraise/service-kit";
 import Type from "typebox";
 
 export const GatewayEnv = {
   ...AmqpEnv,
   ...RedisEnv,
   ...LogEnv,
+  ...PublicUrlEnv,
+  ...JwtEnv,
   PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535, description: "gateway HTTP port" }),
   HOST: Type.String({
     default: "127.0.0.1",
@@ -20,11 +32,6 @@ export const GatewayEnv = {
     default: "127.0.0.1",
     description: "interface of the internal port (0.0.0.0 for a scraper in another container)",
   }),
-  PUBLIC_BASE_URL: Type.String({
-    default: "http://localhost:8080",
-    pattern: "^https?://",
-    description: "where the gateway is reached from outside (mail links)",
-  }),
   PUBLIC_APP_URL: Type.String({
     default: "",
     description: "the web client's home page (verify-email redirect); PUBLIC_BASE_URL when empty",
@@ -33,8 +40,6 @@ export const GatewayEnv = {
     default: "*",
     description: "comma-separated origins of browser clients (https://app.example.org); * only locally",
   }),
-  JWT_ISSUER: Type.String({ default: "fundraise-auth", description: "expected `iss` of access tokens" }),
-  JWT_AUDIENCE: Type.String({ default: "fundraise", description: "expected `aud` of access tokens" }),
   RATE_LIMIT_PER_MINUTE: Type.Integer({
     default: 600,
     minimum: 1,
@@ -77,8 +82,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
             .filter((o) => o !== ""),
     jwt: { issuer: e.JWT_ISSUER, audience: e.JWT_AUDIENCE },
     rateLimit: { perMinute: e.RATE_LIMIT_PER_MINUTE, authPerMinute: e.AUTH_RATE_LIMIT_PER_MINUTE },
-    amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },
-    redis: { url: e.REDIS_URL, prefix: e.REDIS_PREFIX },
-    log: { level: e.LOG_LEVEL },
+    amqp: amqpSection(e),
+    redis: redisSection(e),
+    log: logSection(e),
   });
 }

@@ -1,5 +1,4 @@
-import type { Bus } from "@fundraise/bus";
-import type { Logger, ServiceApp } from "@fundraise/service-kit";
+import type { AppDeps, ServiceApp } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import { buildGateway } from "./app.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -14,12 +13,8 @@ const LOCAL_URL = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:|\/|$)/;
  * detailed readiness on the internal one. HTTP is its intake, closed first on shutdown; Redis and the
  * internal listener close last.
  */
-export async function startGateway(deps: {
-  config: GatewayConfig;
-  log: Logger;
-  bus: Bus;
-}): Promise<ServiceApp> {
-  const { config, log, bus } = deps;
+export async function startGateway(deps: AppDeps<GatewayConfig>): Promise<ServiceApp> {
+  const { config, log, bus, shutdown } = deps;
   if (config.corsOrigins === true && !LOCAL_URL.test(config.publicBaseUrl)) {
     log.warn(
       { publicBaseUrl: config.publicBaseUrl },
@@ -34,6 +29,7 @@ export async function startGateway(deps: {
     enableAutoPipelining: true,
   });
   redis.on("error", (err) => log.warn({ err }, "redis connection error"));
+  shutdown.add("redis", () => redis.disconnect());
   await redis.connect().catch((err: unknown) => log.warn({ err }, "redis not reachable yet; retrying"));
   const metrics = createMetrics();
   const app = await buildGateway({ config, bus, redis, log, metrics });
@@ -48,6 +44,7 @@ export async function startGateway(deps: {
           readiness: createReadinessCheck({ bus, redis }),
           log: log.child({ listener: "internal" }),
         });
+  if (internal) shutdown.add("internal listener", () => internal.close());
   await internal
     ?.listen({ port: config.metrics.port, host: config.metrics.host })
     .then((url) => log.info({ url: `${url}/metrics` }, "metrics listening"))
@@ -57,11 +54,5 @@ export async function startGateway(deps: {
 
   const address = await app.listen({ port: config.http.port, host: config.http.host });
   log.info({ url: address, docs: `${address}/docs` }, "gateway listening");
-  return {
-    closeIntake: () => app.close(),
-    async stop() {
-      await internal?.close();
-      redis.disconnect();
-    },
-  };
+  return { closeIntake: () => app.close() };
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { type Bus, finishStream } from "@fundraise/bus";
+import { finishStream } from "@fundraise/bus";
 import { ChainRpc, StorageRpc, StorageUpload, UsersRpc } from "@fundraise/protocol";
-import { type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import { type AppDeps, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { createDirectChainRead } from "./chain/direct-read.ts";
 import { withDirectFallback } from "./chain/fallback.ts";
 import type { ProjectsConfig } from "./config.ts";
@@ -18,77 +18,65 @@ import { serveProjectsRpc } from "./rpc/index.ts";
 import { CONSUMER, subscribeProjects } from "./subscribers/index.ts";
 
 /** Composition root: the only place that sees every dependency of the projects service. */
-export async function startProjectsApp(deps: {
-  config: ProjectsConfig;
-  log: Logger;
-  bus: Bus;
-}): Promise<ServiceApp> {
-  const { config, log, bus } = deps;
-  const { orm, outbox, stop } = await openServiceDatabase({
+export async function startProjectsApp(deps: AppDeps<ProjectsConfig>): Promise<ServiceApp> {
+  const { config, log, bus, shutdown } = deps;
+  const { orm, outbox } = await openServiceDatabase({
     url: config.db.url,
     schema: PROJECTS_SCHEMA,
     entities: [Project, Permission, Rating],
     migrations,
     bus,
     log,
+    shutdown,
   });
   const directChain = createDirectChainRead(config.chain);
-  let sweeping: NodeJS.Timeout | undefined;
-  const stopAll = async () => {
-    clearInterval(sweeping);
-    directChain.close();
-    await stop();
+  shutdown.add("direct chain reads", () => directChain.close());
+  const content: ContentStore = {
+    store: (content, reason, ctx) => finishStream(bus, StorageUpload, content.stream, { reason }, ctx),
+    // Clean-up runs after the answer too: the request id and trace pass on, the caller's deadline does not.
+    remove: (fileHash, reason, ctx) =>
+      bus.call(
+        StorageRpc.remove,
+        { fileHash, reason },
+        { requestId: ctx.requestId, traceparent: ctx.traceparent },
+      ),
+    read: (fileHash, ctx) => bus.call(StorageRpc.read, { fileHash }, ctx),
   };
-  try {
-    const content: ContentStore = {
-      store: (content, reason, ctx) => finishStream(bus, StorageUpload, content.stream, { reason }, ctx),
-      // Clean-up runs after the answer too: the request id and trace pass on, the caller's deadline does not.
-      remove: (fileHash, reason, ctx) =>
-        bus.call(
-          StorageRpc.remove,
-          { fileHash, reason },
-          { requestId: ctx.requestId, traceparent: ctx.traceparent },
-        ),
-      read: (fileHash, ctx) => bus.call(StorageRpc.read, { fileHash }, ctx),
-    };
-    const users: UserDirectory = {
-      byUsername: (username, ctx) => bus.call(UsersRpc.byUsername, { username }, ctx),
-      byIds: (ids, ctx) => bus.call(UsersRpc.byIds, { ids }, ctx),
-    };
-    // The indexer gets a part of the caller's deadline; the direct read the rest.
-    const indexCtx = <C extends object>(ctx: C) => ({ ...ctx, timeoutMs: config.chain.indexTimeoutMs });
-    const index: ChainIndex = withDirectFallback(
-      {
-        evaluation: (fileHash, ctx) => bus.call(ChainRpc.evaluation, { fileHash }, indexCtx(ctx)),
-        auction: (fileHash, ctx) => bus.call(ChainRpc.auctionByHash, { fileHash }, indexCtx(ctx)),
-      },
-      directChain,
-    );
-    const repository = createProjectRepository(() => orm.em.fork());
-    const projects = createProjectService({
-      projects: repository,
-      content,
-      reviewQueueMax: config.reviewQueueMax,
-      reviewSharePerProposer: config.reviewSharePerProposer,
-      readConcurrency: config.readConcurrency,
-      hotReads: createHotReads({ version: () => repository.listVersion() }),
+  const users: UserDirectory = {
+    byUsername: (username, ctx) => bus.call(UsersRpc.byUsername, { username }, ctx),
+    byIds: (ids, ctx) => bus.call(UsersRpc.byIds, { ids }, ctx),
+  };
+  // The indexer gets a part of the caller's deadline; the direct read the rest.
+  const indexCtx = <C extends object>(ctx: C) => ({ ...ctx, timeoutMs: config.chain.indexTimeoutMs });
+  const index: ChainIndex = withDirectFallback(
+    {
+      evaluation: (fileHash, ctx) => bus.call(ChainRpc.evaluation, { fileHash }, indexCtx(ctx)),
+      auction: (fileHash, ctx) => bus.call(ChainRpc.auctionByHash, { fileHash }, indexCtx(ctx)),
+    },
+    directChain,
+  );
+  const repository = createProjectRepository(() => orm.em.fork());
+  const projects = createProjectService({
+    projects: repository,
+    content,
+    reviewQueueMax: config.reviewQueueMax,
+    reviewSharePerProposer: config.reviewSharePerProposer,
+    readConcurrency: config.readConcurrency,
+    hotReads: createHotReads({ version: () => repository.listVersion() }),
+  });
+  const memberships = createMembershipService({ projects: repository, users });
+  const chain = createChainSync({ projects: repository, index, consumer: CONSUMER });
+  const fences = createUserFenceService({ projects: repository, users, graceMs: config.fence.graceMs });
+  await serveProjectsRpc(bus, projects, memberships, chain, fences);
+  await subscribeProjects(bus, fences, chain);
+  const sweeping = setInterval(() => {
+    const requestId = `fence-sweep-${randomUUID()}`;
+    fences.sweep({ requestId, log: log.child({ requestId }) }).catch((err: unknown) => {
+      log.warn({ err }, "fence sweep failed; it runs again");
     });
-    const memberships = createMembershipService({ projects: repository, users });
-    const chain = createChainSync({ projects: repository, index, consumer: CONSUMER });
-    const fences = createUserFenceService({ projects: repository, users, graceMs: config.fence.graceMs });
-    await serveProjectsRpc(bus, projects, memberships, chain, fences);
-    await subscribeProjects(bus, fences, chain);
-    sweeping = setInterval(() => {
-      const requestId = `fence-sweep-${randomUUID()}`;
-      fences.sweep({ requestId, log: log.child({ requestId }) }).catch((err: unknown) => {
-        log.warn({ err }, "fence sweep failed; it runs again");
-      });
-    }, config.fence.sweepEveryMs);
-    sweeping.unref();
-  } catch (error) {
-    await stopAll();
-    throw error;
-  }
+  }, config.fence.sweepEveryMs);
+  sweeping.unref();
+  shutdown.add("fence sweep", () => clearInterval(sweeping));
   log.info("projects service ready");
-  return { outbox, stop: stopAll };
+  return { outbox };
 }

@@ -1,5 +1,4 @@
-import { isAbsolute, resolve } from "node:path";
-import { AmqpEnv, ChainEnv, DatabaseEnv, HealthEnv, LogEnv, loadEnv } from "@fundraise/service-kit";
+import { ChainEnv, chainSection, loadEnv, ServiceEnv, serviceSections } from "@fundraise/service-kit";
 import Type from "typebox";
 
 /** The projects service's own variables. */
@@ -18,36 +17,20 @@ export const ProjectsOwnEnv = {
   }),
 };
 
-export const ProjectsEnv = {
-  ...DatabaseEnv,
-  ...AmqpEnv,
-  ...LogEnv,
-  ...HealthEnv,
-  ...ChainEnv,
-  ...ProjectsOwnEnv,
-};
+export const ProjectsEnv = { ...ServiceEnv, ...ChainEnv, ...ProjectsOwnEnv };
 
 export type ProjectsConfig = ReturnType<typeof loadConfig>;
 
 export function loadConfig(env: Record<string, string | undefined> = process.env, cwd = process.cwd()) {
   const e = loadEnv(ProjectsEnv, env);
-  const path = (p: string) => (isAbsolute(p) ? p : resolve(cwd, p));
   return Object.freeze({
-    db: { url: e.DATABASE_URL, schema: "projects" },
-    amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },
-    log: { level: e.LOG_LEVEL },
-    health: { port: e.HEALTH_PORT, host: e.HEALTH_HOST },
+    ...serviceSections(e),
     reviewQueueMax: e.REVIEW_QUEUE_MAX,
     reviewSharePerProposer: e.REVIEW_QUEUE_PER_PROPOSER,
     // A deletion's fence unconfirmed this long is checked against the users service (user-fence.service.ts).
     fence: { graceMs: 120_000, sweepEveryMs: 60_000 },
     // "Sync now": the chain index first (bounded, so the direct chain read keeps time), then the chain.
-    chain: {
-      url: e.CHAIN_RPC_URL,
-      deploymentFile: path(e.CHAIN_DEPLOYMENT_FILE),
-      timeoutMs: e.CHAIN_TIMEOUT_MS,
-      indexTimeoutMs: 2000,
-    },
+    chain: { ...chainSection(e, cwd), indexTimeoutMs: 2000 },
     // withHex reads each file back from the storage service; a list asks for a few at a time.
     readConcurrency: 4,
   });

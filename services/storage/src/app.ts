@@ -1,6 +1,11 @@
-import type { Bus, StreamServer } from "@fundraise/bus";
 import { isAppError, ProjectsRpc } from "@fundraise/protocol";
-import { type Logger, metricLines, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import {
+  type AppDeps,
+  type Logger,
+  metricLines,
+  openServiceDatabase,
+  type ServiceApp,
+} from "@fundraise/service-kit";
 import type { StorageConfig } from "./config.ts";
 import { createContentService } from "./content/content.service.ts";
 import { createKuboIpfs, type Ipfs } from "./content/ipfs.ts";
@@ -79,24 +84,24 @@ export function scheduleReconciliation(reconciler: Reconciler, intervalMs: numbe
 }
 
 /** Composition root: the only place that sees every dependency of the storage service. */
-export async function startStorageApp(deps: {
-  config: StorageConfig;
-  log: Logger;
-  bus: Bus;
-  /** The reconciliation's clock for its grace periods (tests move it); Date.now by default. */
-  clock?: () => number;
-}): Promise<StorageApp> {
-  const { config, log, bus } = deps;
+export async function startStorageApp(
+  deps: AppDeps<StorageConfig> & {
+    /** The reconciliation's clock for its grace periods (tests move it); Date.now by default. */
+    clock?: () => number;
+  },
+): Promise<StorageApp> {
+  const { config, log, bus, shutdown } = deps;
   const ipfs = createKuboIpfs(config.ipfs);
   const { version } = await checkIpfs(ipfs, config.ipfs.startupWaitMs, log);
   log.info({ url: config.ipfs.url, version }, "IPFS API checked: Kubo's CIDs");
-  const { orm, outbox, stop } = await openServiceDatabase({
+  const { orm, outbox } = await openServiceDatabase({
     url: config.db.url,
     schema: STORAGE_SCHEMA,
     entities: [Pin],
     migrations,
     bus,
     log,
+    shutdown,
   });
   const pins = createPinRepository(() => orm.em.fork(), { url: config.db.url, log });
   const content = createContentService({
@@ -106,17 +111,11 @@ export async function startStorageApp(deps: {
     graceMs: config.reconcile.graceMs,
     log,
   });
-  let uploads: StreamServer;
-  try {
-    uploads = await serveStorageRpc(bus, content, {
-      newSession: () =>
-        new UploadSession({ ipfs, content, limits: config.limits, ipfsTimeoutMs: config.ipfs.timeoutMs }),
-      idleMs: config.uploads.idleMs,
-    });
-  } catch (error) {
-    await stop();
-    throw error;
-  }
+  const uploads = await serveStorageRpc(bus, content, {
+    newSession: () =>
+      new UploadSession({ ipfs, content, limits: config.limits, ipfsTimeoutMs: config.ipfs.timeoutMs }),
+    idleMs: config.uploads.idleMs,
+  });
   const reconciliation = scheduleReconciliation(
     createReconciler({
       pins,
@@ -130,17 +129,19 @@ export async function startStorageApp(deps: {
     config.reconcile.intervalMs,
     log,
   );
+  // The timer's rounds are work that does not come over the bus: they stop with the intake. So do open
+  // uploads: once this instance stops consuming, their next parts cannot arrive.
+  const closeIntake = async () => {
+    uploads.close();
+    await reconciliation.stop();
+  };
+  shutdown.add("uploads and reconciliation", closeIntake);
   log.info({ reconcile: config.reconcile, instance: uploads.instance }, "storage service ready");
   return {
     outbox,
     reconcile: () => reconciliation.now(),
     openUploads: () => uploads.open,
-    // The timer's rounds are work that does not come over the bus: they stop with the intake. So do open
-    // uploads: once this instance stops consuming, their next parts cannot arrive.
-    async closeIntake() {
-      uploads.close();
-      await reconciliation.stop();
-    },
+    closeIntake,
     metrics: () =>
       [
         metricLines(
@@ -156,10 +157,5 @@ export async function startStorageApp(deps: {
           uploads.partsReceived,
         ),
       ].join("\n"),
-    async stop() {
-      uploads.close();
-      await reconciliation.stop();
-      await stop();
-    },
   };
 }

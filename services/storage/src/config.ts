@@ -1,4 +1,4 @@
-import { AmqpEnv, DatabaseEnv, HealthEnv, LogEnv, loadEnv } from "@fundraise/service-kit";
+import { loadEnv, ServiceEnv, serviceSections } from "@fundraise/service-kit";
 import Type from "typebox";
 
 const MiB = 1_048_576;
@@ -77,25 +77,14 @@ export const ReconcileEnv = {
   }),
 };
 
-export const StorageEnv = {
-  ...DatabaseEnv,
-  ...AmqpEnv,
-  ...LogEnv,
-  ...HealthEnv,
-  ...IpfsEnv,
-  ...UploadEnv,
-  ...ReconcileEnv,
-};
+export const StorageEnv = { ...ServiceEnv, ...IpfsEnv, ...UploadEnv, ...ReconcileEnv };
 
 export type StorageConfig = ReturnType<typeof loadConfig>;
 
 export function loadConfig(env: Record<string, string | undefined> = process.env) {
   const e = loadEnv(StorageEnv, env);
   return Object.freeze({
-    db: { url: e.DATABASE_URL, schema: "storage" },
-    amqp: { url: e.AMQP_URL, prefetch: e.AMQP_PREFETCH, journal: e.BUS_JOURNAL },
-    log: { level: e.LOG_LEVEL },
-    health: { port: e.HEALTH_PORT, host: e.HEALTH_HOST },
+    ...serviceSections(e),
     ipfs: {
       url: e.IPFS_API_URL,
       timeoutMs: e.IPFS_TIMEOUT_MS,

@@ -1,6 +1,7 @@
 /**
  * A service run by `runService`, for run-service.int.test.ts: it serves one RPC whose handler takes a while,
- * and writes each shutdown step to stdout as it happens. AMQP_URL comes from the test.
+ * and writes each shutdown step to stdout as it happens. AMQP_URL comes from the test; FAIL_START makes the
+ * start fail after the app registered its resource.
  */
 import { runService } from "../run-service.ts";
 import { ExhaustedDatabaseRpc, SlowRpc } from "./fixture-rpc.ts";
@@ -16,7 +17,7 @@ await runService({
     log: { level: "silent" },
     health: { port: Number(process.env.HEALTH_PORT ?? 0), host: "127.0.0.1" },
   }),
-  async start({ bus }) {
+  async start({ bus, shutdown }) {
     await bus.serve(SlowRpc, async ({ ms }) => {
       step("handler started");
       await new Promise((resolve) => setTimeout(resolve, ms));
@@ -26,6 +27,8 @@ await runService({
     await bus.serve(ExhaustedDatabaseRpc, async () => {
       throw Object.assign(new Error("sorry, too many clients already"), { code: "53300" });
     });
+    shutdown.add("app", () => step("app"));
+    if (process.env.FAIL_START) throw new Error("the app failed half-way through its start");
     step("ready");
     return {
       closeIntake: async () => step("intake"),
@@ -33,7 +36,6 @@ await runService({
         relay: { runOnce: async () => 0, start: () => undefined, stop: async () => undefined },
         stop: async () => step("outbox relay"),
       },
-      stop: async () => step("app"),
       readiness: () => ({ ready: true, detail: { fixture: "fine" } }),
       metrics: () => "# TYPE fixture_calls counter\nfixture_calls 3",
     };

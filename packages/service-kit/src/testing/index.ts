@@ -1,4 +1,5 @@
 export { silentLogger } from "../logger.ts";
 export { expectAppError, outboxPayloads, type ReceivedEvent, receivedEvent } from "./assertions.ts";
 export { createTestDatabase, type TestDatabase } from "./database.ts";
+export { createMemoryStore, type Emitted, type MemoryStore, type MemoryTx } from "./memory-store.ts";
 export { type HarnessService, type ServiceHarness, startServiceHarness } from "./service-harness.ts";

@@ -6,13 +6,22 @@ import pg from "pg";
 import { translateDbError } from "../db-errors.ts";
 import { createLogger, type Logger, silentLogger } from "../logger.ts";
 import type { ServiceApp } from "../run-service.ts";
+import { type Closers, createShutdown } from "../shutdown.ts";
 import type { ReceivedEvent } from "./assertions.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
 
-/** One service of a harness: started on its own bus with the harness's database and vhost in `env`. */
+/**
+ * One service of a harness: started on its own bus with the harness's database and vhost in `env`; what it
+ * opens it registers with `shutdown`, as under runService.
+ */
 export interface HarnessService {
   name: string;
-  start(deps: { env: Record<string, string>; log: Logger; bus: AmqpBus }): Promise<ServiceApp>;
+  start(deps: {
+    env: Record<string, string>;
+    log: Logger;
+    bus: AmqpBus;
+    shutdown: Closers;
+  }): Promise<ServiceApp>;
 }
 
 /**
@@ -62,10 +71,24 @@ export async function startServiceHarness(spec: {
   }
   const buses: AmqpBus[] = [];
   const apps: ServiceApp[] = [];
-  for (const service of spec.services) {
-    const bus = await busOf(service.name);
-    buses.push(bus);
-    apps.push(await service.start({ env, log: logOf(service.name), bus }));
+  // One shutdown for every service's resources: the last started closes first.
+  const shutdown = createShutdown(logOf("harness"));
+  // As runService does: no more messages, then the buses, then each service's own resources.
+  const stopServices = async () => {
+    await client.close();
+    for (const bus of buses.reverse()) await bus.close();
+    await shutdown.run("test over");
+  };
+  try {
+    for (const service of spec.services) {
+      const bus = await busOf(service.name);
+      buses.push(bus);
+      apps.push(await service.start({ env, log: logOf(service.name), bus, shutdown }));
+    }
+  } catch (error) {
+    await stopServices();
+    await Promise.all([db.dispose(), vhost.dispose()]);
+    throw error;
   }
   const sql = new pg.Pool({ connectionString: db.url, max: 4 });
   return {
@@ -76,10 +99,7 @@ export async function startServiceHarness(spec: {
     apps,
     events,
     async stop() {
-      // As runService does: no more messages, then the buses, then each service's own resources.
-      await client.close();
-      for (const bus of buses.reverse()) await bus.close();
-      for (const app of apps.reverse()) await app.stop();
+      await stopServices();
       await sql.end();
       await Promise.all([db.dispose(), vhost.dispose()]);
     },

@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ADMIN_ROLE, registryAt, UserStatus, waitForReceipt } from "@fundraise/contracts";
+import { ADMIN_ROLE, createChainClient, registryAt, UserStatus, waitForReceipt } from "@fundraise/contracts";
 import {
   type AnvilInstance,
   deployFresh,
@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 const reader = (url = anvil.url, timeoutMs = 5_000) =>
-  createChainReader({ url, deployment: chain.deployment, timeoutMs });
+  createChainReader(createChainClient({ url, timeoutMs }), chain.deployment);
 
 async function confirm(sent: Promise<{ hash: string }>) {
   await waitForReceipt(chain.provider, (await sent).hash);

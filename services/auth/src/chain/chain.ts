@@ -1,42 +1,33 @@
-import { ADMIN_ROLE, type ChainRole, type Deployment, registryAt, roleOf } from "@fundraise/contracts";
+import {
+  ADMIN_ROLE,
+  type ChainClient,
+  type ChainRole,
+  type Deployment,
+  registryAt,
+  roleOf,
+} from "@fundraise/contracts";
 import { ErrorCode, errors } from "@fundraise/protocol";
-import { Contract, FetchRequest, isError, JsonRpcProvider } from "ethers";
+import { Contract, isError } from "ethers";
 import type { ContractWalletChecker } from "../signatures/signature.ts";
 import { EIP1271_MAGIC_VALUE } from "../signatures/signature.ts";
-import { createJsonRpcClient } from "./json-rpc.ts";
 
 /** What sign-in reads from the chain: the platform role of an address, and contract-wallet signatures. */
 export interface ChainReader extends ContractWalletChecker {
   readonly chainId: number;
   /** Admin if the address holds the registry's admin role, else from its user status (behaviour.md §5). */
   roleOf(address: string): Promise<ChainRole>;
-  /** The chain id the endpoint reports (start-up check against the deployment file). */
-  fetchChainId(): Promise<number>;
-  close(): void;
 }
 
 const ERC1271_ABI = ["function isValidSignature(bytes32 hash, bytes signature) view returns (bytes4)"];
 
 /**
- * The chain behind a JSON-RPC endpoint, for the deployment in the deployment file. Each request is
- * bounded by `timeoutMs`; any transport failure becomes `unavailable`/CHAIN_UNAVAILABLE (503), so a login
- * never hangs on a dead node and never issues a token with a role it could not check.
+ * The chain behind the shared JSON-RPC client (its timeout bounds each request), for the deployment in the
+ * deployment file. Any transport failure becomes `unavailable`/CHAIN_UNAVAILABLE (503), so a login never
+ * hangs on a dead node and never issues a token with a role it could not check.
  */
-export function createChainReader(options: {
-  url: string;
-  deployment: Deployment;
-  timeoutMs: number;
-}): ChainReader {
-  const request = new FetchRequest(options.url);
-  request.timeout = options.timeoutMs;
-  // Same tuning as @fundraise/contracts' createProvider (known chain, no batching, no cache), plus a timeout.
-  const provider = new JsonRpcProvider(request, options.deployment.chainId, {
-    staticNetwork: true,
-    batchMaxCount: 1,
-    cacheTimeout: -1,
-  });
-  const registry = registryAt(options.deployment.registry, provider);
-  const rpc = createJsonRpcClient(options.url, options.timeoutMs);
+export function createChainReader(client: ChainClient, deployment: Deployment): ChainReader {
+  const provider = client.provider(deployment.chainId);
+  const registry = registryAt(deployment.registry, provider);
 
   const unavailable = (cause: unknown) =>
     errors.unavailable(
@@ -52,24 +43,21 @@ export function createChainReader(options: {
   const statusList = registry.interface.getFunction("statusList")?.selector as string;
   const call = (data: string) => ({
     method: "eth_call",
-    params: [{ to: options.deployment.registry, data }, "latest"],
+    params: [{ to: deployment.registry, data }, "latest"],
   });
 
   return {
-    chainId: options.deployment.chainId,
+    chainId: deployment.chainId,
     async roleOf(address) {
       const word = addressWord(address);
       try {
         const [isAdmin, status] = (
-          await rpc.batch([call(`${hasRole}${ADMIN_ROLE.slice(2)}${word}`), call(`${statusList}${word}`)])
+          await client.batch([call(`${hasRole}${ADMIN_ROLE.slice(2)}${word}`), call(`${statusList}${word}`)])
         ).map(oneWord);
         return roleOf(BigInt(status as string), BigInt(isAdmin as string) !== 0n);
       } catch (cause) {
         throw unavailable(cause);
       }
-    },
-    async fetchChainId() {
-      return Number(BigInt((await provider.send("eth_chainId", [])) as string));
     },
     async hasCode(address) {
       try {
@@ -88,10 +76,6 @@ export function createChainReader(options: {
         if (isError(cause, "CALL_EXCEPTION") || isError(cause, "BAD_DATA")) return false;
         throw unavailable(cause);
       }
-    },
-    close() {
-      provider.destroy();
-      rpc.close();
     },
   };
 }

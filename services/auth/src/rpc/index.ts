@@ -1,7 +1,7 @@
 import type { Bus } from "@fundraise/bus";
 import { AuthRpc } from "@fundraise/protocol";
 import type { KeyStore } from "../keys/key-store.ts";
-import type { ApplySessionChange } from "../sessions/session-changes.ts";
+import type { AccountChanges } from "../sessions/account-changes.ts";
 import type { SessionStore } from "../sessions/session-store.ts";
 import type { SignInService } from "../sign-in/sign-in.service.ts";
 import type { SignUpService } from "../sign-up/sign-up.service.ts";
@@ -14,13 +14,13 @@ export async function serveAuthRpc(
     signUp,
     keys,
     sessions,
-    applySessionChange,
+    accounts,
   }: {
     signIn: SignInService;
     signUp: SignUpService;
     keys: KeyStore;
     sessions: SessionStore;
-    applySessionChange: ApplySessionChange;
+    accounts: AccountChanges;
   },
 ): Promise<void> {
   // Same answer shape whether the address is registered or not.
@@ -33,5 +33,5 @@ export async function serveAuthRpc(
   // The gateway found no session hash in Redis (Redis lost it).
   await bus.serve(AuthRpc.rebuildSession, ({ userId }, ctx) => sessions.rebuild(userId, ctx));
   // The users service, before an admin's role change or a deletion answers.
-  await bus.serve(AuthRpc.applySession, (change) => applySessionChange(change));
+  await bus.serve(AuthRpc.applySession, (change) => accounts.apply(change));
 }

@@ -6,6 +6,7 @@ import { createTestDatabase, type TestDatabase } from "@fundraise/service-kit/te
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrations } from "../db/migrations/index.ts";
+import { AUTH_SCHEMA } from "../db/schema.ts";
 import { SigningKey } from "../keys/signing-key.entity.ts";
 import { EmailVerification } from "../sign-up/email-verification.entity.ts";
 import { createSessionStore, type SessionStore, STALE } from "./session-store.ts";
@@ -23,7 +24,7 @@ beforeAll(async () => {
   db = await createTestDatabase("auth_sessions");
   orm = await createOrm({
     url: db.url,
-    schema: "auth",
+    schema: AUTH_SCHEMA,
     entities: [SigningKey, EmailVerification],
     migrations,
     log: silentLogger(),

@@ -11,6 +11,7 @@ import {
   type UserRole,
 } from "@fundraise/protocol";
 import type { Redis } from "ioredis";
+import { AUTH_SCHEMA } from "../db/schema.ts";
 import { defineScript } from "./redis-exec.ts";
 
 // KEYS[1]: the session hash; ARGV: its life in seconds, version, role ('' for none), revokedBelow, deleted
@@ -76,7 +77,7 @@ type SessionRow = {
 };
 
 const MERGE = `
-  insert into auth.session as s (user_id, role, version, revoked_below, deleted)
+  insert into ${AUTH_SCHEMA}.session as s (user_id, role, version, revoked_below, deleted)
   values ($1, $2, $3, $4, $5)
   on conflict (user_id) do update set
     role = case when excluded.version > s.version then excluded.role else s.role end,
@@ -156,7 +157,7 @@ export function createSessionStore(deps: {
         const {
           rows: [row],
         } = await deps.pool.query<SessionRow>(
-          `select role, version, revoked_below, deleted from auth.session where user_id = $1`,
+          `select role, version, revoked_below, deleted from ${AUTH_SCHEMA}.session where user_id = $1`,
           [userId],
         );
         const state = await mirror(userId, stateOf(row));

@@ -1,5 +1,5 @@
+import { createHash, randomBytes } from "node:crypto";
 import { type Bus, type RequestContext, type WithMessage, withMessage } from "@fundraise/bus";
-import { enqueue } from "@fundraise/outbox";
 import {
   AuthEvents,
   type AuthRpc,
@@ -9,20 +9,12 @@ import {
   type RequestOf,
   UsersRpc,
 } from "@fundraise/protocol";
-import { executorOf, translateDbError } from "@fundraise/service-kit";
-import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Mailer } from "../mail/mailer.ts";
 import { validateRegistration } from "../sign-in/input.ts";
 import { ipAddressSubject, ipSubject, type RateLimiter } from "../sign-in/rate-limiter.ts";
 import type { Origin } from "../sign-in/sign-in.service.ts";
 import type { VerifySignedMessage } from "../signatures/signed-message.ts";
-import {
-  findVerification,
-  issueVerification,
-  markUsed,
-  pendingExpiryOf,
-  VERIFICATION_TOKEN,
-} from "./verification.repository.ts";
+import type { SignUpRepository, SignUpTx } from "./sign-up.repository.ts";
 
 type RegisterRequest = RequestOf<typeof AuthRpc.register>["register"];
 type VerificationEntry = {
@@ -32,6 +24,12 @@ type VerificationEntry = {
   reason: "register" | "email-changed";
   expiresAt: Date;
 };
+/** An event handled once: its consumer and the message's key (its id). */
+export type Claim = { consumer: string; messageKey: string };
+
+/** 32 random bytes, base64url: 43 characters. */
+const VERIFICATION_TOKEN = /^[A-Za-z0-9_-]{43}$/;
+const hashToken = (token: string): string => createHash("sha256").update(token).digest("hex");
 
 export { REGISTER_SIGNATURE_MESSAGE } from "../signatures/signed-message.ts";
 export const VERIFIED_MESSAGE = "Your e-mail address is verified.";
@@ -49,13 +47,20 @@ export interface SignUpService {
     ctx: RequestContext,
   ): Promise<string | WithMessage<string>>;
   verifyEmail(email: string, token: string, ctx: RequestContext): Promise<string>;
-  /** Creates a verification token for (user, address) and mails the link; rejects when the mail fails. */
-  sendVerification(em: EntityManager, entry: VerificationEntry): Promise<void>;
+  /**
+   * A user's changed e-mail address (once per `claim`): a new link to it, older unused ones replaced. A mail
+   * failure rejects and rolls the link and the claim back, so the bus retries.
+   */
+  verifyNewAddress(user: { userId: number; mailAddress: string }, claim: Claim): Promise<boolean>;
+  /** A deleted user's verification links go (once per `claim`). */
+  forgetUser(userId: number, claim: Claim): Promise<boolean>;
+  /** Forgets links that expired before `before`. */
+  pruneExpired(before: Date): Promise<number>;
 }
 
 export interface SignUpServiceDeps {
   bus: Pick<Bus, "call">;
-  em: () => EntityManager;
+  verifications: SignUpRepository;
   rateLimiter: RateLimiter;
   mailer: Mailer;
   verifySignedMessage: VerifySignedMessage;
@@ -66,10 +71,8 @@ export interface SignUpServiceDeps {
   };
 }
 
-const dbUnavailable = (error: unknown) => translateDbError(error);
-
 export function createSignUpService(deps: SignUpServiceDeps): SignUpService {
-  const { bus, rateLimiter, mailer, verifySignedMessage, settings } = deps;
+  const { bus, verifications, rateLimiter, mailer, verifySignedMessage, settings } = deps;
   const verificationTtlMs = settings.verificationTtlHours * 3_600_000;
   const limits = settings.limits;
 
@@ -85,12 +88,41 @@ export function createSignUpService(deps: SignUpServiceDeps): SignUpService {
       validHours: Math.max(1, Math.round((entry.expiresAt.getTime() - Date.now()) / 3_600_000)),
     });
 
-  async function sendVerification(em: EntityManager, entry: VerificationEntry): Promise<void> {
-    await mailVerification(entry, await issueVerification(em, entry));
+  /**
+   * A new verification token for the user's address: only its hash is stored, in place of the user's older
+   * unused ones (their links stop working; used ones stay, so a link followed twice still answers 200). The
+   * token itself exists nowhere else: it goes into the mail and is forgotten.
+   */
+  async function issue(t: SignUpTx, entry: VerificationEntry): Promise<string> {
+    const token = randomBytes(32).toString("base64url");
+    const { userId, mailAddress, expiresAt } = entry;
+    await t.replaceUnused({ userId, mailAddress, expiresAt, tokenHash: hashToken(token) });
+    return token;
   }
 
+  /** Runs `work` in a transaction with the claim; false (and nothing done) when it was handled before. */
+  const once = (claim: Claim, work: (t: SignUpTx) => Promise<void>) =>
+    verifications.transaction(async (t) => {
+      if (!(await t.claimOnce(claim.consumer, claim.messageKey))) return false;
+      await work(t);
+      return true;
+    });
+
   return {
-    sendVerification,
+    verifyNewAddress: (user, claim) =>
+      once(claim, async (t) => {
+        const entry: VerificationEntry = {
+          userId: user.userId,
+          mailAddress: user.mailAddress,
+          reason: "email-changed",
+          expiresAt: new Date(Date.now() + verificationTtlMs),
+        };
+        await mailVerification(entry, await issue(t, entry));
+      }),
+
+    forgetUser: (userId, claim) => once(claim, (t) => t.removeAllOf(userId)),
+
+    pruneExpired: (before) => verifications.pruneExpired(before),
 
     async register(request, origin, ctx) {
       const fields = validateRegistration(request);
@@ -134,30 +166,20 @@ export function createSignUpService(deps: SignUpServiceDeps): SignUpService {
         ctx,
       );
 
-      let entry: VerificationEntry;
-      let token: string;
-      try {
-        [entry, token] = await deps.em().transactional(async (em) => {
-          // A re-sent link keeps the sign-up's deadline: the users service frees the data at that time.
-          const expiresAt =
-            (resent ? await pendingExpiryOf(em, userId) : undefined) ??
-            new Date(Date.now() + verificationTtlMs);
-          if (!resent) {
-            const event = { userId, address };
-            await enqueue(executorOf(em), AuthEvents.registered, event, { schema: "auth", context: ctx });
-          }
-          const next: VerificationEntry = {
-            userId,
-            mailAddress: fields.mailAddress,
-            name: fields.name,
-            reason: "register",
-            expiresAt,
-          };
-          return [next, await issueVerification(em, next)] as const;
-        });
-      } catch (error) {
-        throw dbUnavailable(error);
-      }
+      const [entry, token] = await verifications.transaction(async (t) => {
+        // A re-sent link keeps the sign-up's deadline: the users service frees the data at that time.
+        const expiresAt =
+          (resent ? await t.pendingExpiryOf(userId) : undefined) ?? new Date(Date.now() + verificationTtlMs);
+        if (!resent) await t.emit(AuthEvents.registered, { userId, address }, ctx);
+        const next: VerificationEntry = {
+          userId,
+          mailAddress: fields.mailAddress,
+          name: fields.name,
+          reason: "register",
+          expiresAt,
+        };
+        return [next, await issue(t, next)] as const;
+      });
       // Mail goes out after the commit, so the link always works when it arrives.
       let mailed = true;
       try {
@@ -179,10 +201,8 @@ export function createSignUpService(deps: SignUpServiceDeps): SignUpService {
       const mail = email.trim();
       const secret = token.trim();
       if (!VERIFICATION_TOKEN.test(secret) || mail === "") throw invalid();
-      const entry = await findVerification(deps.em(), secret, mail).catch((error: unknown) => {
-        throw dbUnavailable(error);
-      });
-      if (!entry) throw invalid();
+      const entry = await verifications.findByTokenHash(hashToken(secret));
+      if (!entry || entry.mailAddress.toLowerCase() !== mail.toLowerCase()) throw invalid();
       if (entry.usedAt) return VERIFIED_MESSAGE;
       if (entry.expiresAt.getTime() <= Date.now()) {
         throw errors.gone(ErrorCode.VERIFICATION_LINK_EXPIRED, LINK_EXPIRED_MESSAGE);
@@ -194,20 +214,11 @@ export function createSignUpService(deps: SignUpServiceDeps): SignUpService {
           if (isAppError(error) && error.code === ErrorCode.USER_NOT_FOUND) throw invalid();
           throw error;
         });
-      try {
-        await deps.em().transactional(async (em) => {
-          // Two clicks at once: only the one that marks the token publishes the event.
-          if (!(await markUsed(em, entry.id, new Date()))) return;
-          await enqueue(
-            executorOf(em),
-            AuthEvents.verified,
-            { userId: account.id, address: account.address },
-            { schema: "auth", context: ctx },
-          );
-        });
-      } catch (error) {
-        throw dbUnavailable(error);
-      }
+      await verifications.transaction(async (t) => {
+        // Two clicks at once: only the one that marks the token publishes the event.
+        if (!(await t.markUsed(entry.id, new Date()))) return;
+        await t.emit(AuthEvents.verified, { userId: account.id, address: account.address }, ctx);
+      });
       ctx.log.info({ userId: account.id }, "e-mail address verified");
       return VERIFIED_MESSAGE;
     },

@@ -2,8 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type AmqpBus, type Bus, createAmqpBus } from "@fundraise/bus";
-import { createTestVhost, type TestVhost } from "@fundraise/bus/testing";
+import type { AmqpBus, Bus } from "@fundraise/bus";
 import { writeDeployment } from "@fundraise/contracts";
 import {
   type AnvilInstance,
@@ -19,14 +18,14 @@ import {
   type UserRole,
   UsersRpc,
 } from "@fundraise/protocol";
-import { type Logger, silentLogger } from "@fundraise/service-kit";
-import { createTestDatabase, type TestDatabase } from "@fundraise/service-kit/testing";
+import type { Logger } from "@fundraise/service-kit";
+import { startServiceHarness } from "@fundraise/service-kit/testing";
 import { startUsersApp } from "@fundraise/users/src/app.ts";
 import { loadConfig as loadUsersConfig } from "@fundraise/users/src/config.ts";
 import { getAddress, type HDNodeWallet, Wallet } from "ethers";
 import { Redis } from "ioredis";
 import { createLocalJWKSet, jwtVerify } from "jose";
-import pg from "pg";
+import type pg from "pg";
 import type { Static } from "typebox";
 import { type AuthApp, startAuthApp } from "../app.ts";
 import { type AuthConfig, loadConfig } from "../config.ts";
@@ -40,8 +39,8 @@ type Account = Static<typeof UserAccount>;
 
 /** The real users service, started beside the auth service on the same vhost, with its own database. */
 export interface UsersService {
-  /** SQL on the users service's database (schema `users`), to look at what it stored. */
-  sql: pg.Client;
+  /** SQL on the database (the users service's schema `users`), to look at what it stored. */
+  sql: pg.Pool;
   /** Every request of this RPC the users service answered, oldest first (recorded, then served). */
   requests<D extends RpcDescriptor>(descriptor: D): RequestOf<D>[];
   /**
@@ -66,10 +65,10 @@ export interface UsersService {
 }
 
 /**
- * The auth service on the real servers, isolated per test file: its own Postgres database, RabbitMQ
- * vhost, Redis key prefix, anvil chain (with the platform deployed by `deployFresh`) and SMTP server, plus
- * the real users service on the same vhost (its own database) and a client bus that calls like the
- * gateway does.
+ * The auth service on the real servers, isolated per test file (service-kit `startServiceHarness`: one
+ * database, each service in its own schema, one vhost): its own Redis key prefix, anvil chain (with the
+ * platform deployed by `deployFresh`) and SMTP server, plus the real users service and a client bus that
+ * calls like the gateway does.
  */
 export interface Harness {
   config: AuthConfig;
@@ -78,7 +77,8 @@ export interface Harness {
   users: UsersService;
   redis: Redis;
   prefix: string;
-  sql: pg.Client;
+  /** SQL on the database (both services' schemas). */
+  sql: pg.Pool;
   smtp: TestSmtpServer;
   anvil: AnvilInstance;
   chain: FreshDeployment;
@@ -90,78 +90,70 @@ export async function startHarness(
   options: { log?: Logger } = {},
 ): Promise<Harness> {
   const prefix = `test:auth:${randomBytes(6).toString("hex")}:`;
-  const [db, usersDb, vhost, anvil, smtp, dir] = await Promise.all([
-    createTestDatabase("auth"),
-    createTestDatabase("users"),
-    createTestVhost("auth"),
+  const [anvil, smtp, dir] = await Promise.all([
     startAnvil(),
     startTestSmtpServer(),
     mkdtemp(join(tmpdir(), "auth-test-")),
   ]);
-  const resources: { dbs: TestDatabase[]; vhost: TestVhost } = { dbs: [db, usersDb], vhost };
   const chain = await deployFresh(anvil.url);
   const deploymentFile = join(dir, "deployment.json");
   writeDeployment(deploymentFile, chain.deployment);
 
-  const log = silentLogger();
-  const usersBus = await createAmqpBus({ url: vhost.url, service: "users", logger: log });
   const calls: Calls = { seen: {}, meanwhile: {} };
-  const usersApp = await startUsersApp({
-    config: loadUsersConfig({ DATABASE_URL: usersDb.url, AMQP_URL: vhost.url, LOG_LEVEL: "silent" }),
-    log,
-    bus: recordingCalls(usersBus, calls),
+  let config: AuthConfig | undefined;
+  const h = await startServiceHarness({
+    label: "auth",
+    services: [
+      {
+        name: "users",
+        start: ({ env: base, bus, ...deps }) =>
+          startUsersApp({ config: loadUsersConfig(base), bus: recordingCalls(bus, calls), ...deps }),
+      },
+      {
+        name: "auth",
+        start({ env: base, ...deps }) {
+          config = loadConfig({
+            ...base,
+            REDIS_URL,
+            REDIS_PREFIX: prefix,
+            CHAIN_RPC_URL: anvil.url,
+            CHAIN_DEPLOYMENT_FILE: deploymentFile,
+            CHAIN_TIMEOUT_MS: "2000",
+            SMTP_URL: smtp.url,
+            MAIL_DIR: join(dir, "mail"),
+            PUBLIC_BASE_URL,
+            // Most tests call from one client IP (`origin`): per-IP limits are out of their way. The tests of
+            // the limits set their own values and call from IPs of their own.
+            NONCE_PER_IP_PER_MINUTE: "100000",
+            LOGIN_FAILURES_PER_IP_PER_MINUTE: "100000",
+            REGISTER_PER_IP_PER_HOUR: "100000",
+            ...env,
+          });
+          return startAuthApp({ config, ...deps, ...(options.log ? { log: options.log } : {}) });
+        },
+      },
+    ],
+    record: {},
   });
-  const authBus = await createAmqpBus({ url: vhost.url, service: "auth", logger: log });
-  const client = await createAmqpBus({ url: vhost.url, service: "test-client", logger: log });
-  const config = loadConfig({
-    DATABASE_URL: db.url,
-    AMQP_URL: vhost.url,
-    REDIS_URL,
-    REDIS_PREFIX: prefix,
-    LOG_LEVEL: "silent",
-    CHAIN_RPC_URL: anvil.url,
-    CHAIN_DEPLOYMENT_FILE: deploymentFile,
-    CHAIN_TIMEOUT_MS: "2000",
-    SMTP_URL: smtp.url,
-    MAIL_DIR: join(dir, "mail"),
-    PUBLIC_BASE_URL,
-    // Most tests call from one client IP (`origin`): per-IP limits are out of their way. The tests of the
-    // limits set their own values and call from IPs of their own.
-    NONCE_PER_IP_PER_MINUTE: "100000",
-    LOGIN_FAILURES_PER_IP_PER_MINUTE: "100000",
-    REGISTER_PER_IP_PER_HOUR: "100000",
-    ...env,
-  });
-  const app = await startAuthApp({ config, log: options.log ?? log, bus: authBus });
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
-  const sql = new pg.Client({ connectionString: db.url });
-  const usersSql = new pg.Client({ connectionString: usersDb.url });
-  await Promise.all([sql.connect(), usersSql.connect()]);
-  const users = usersService(client, usersSql, calls);
 
   return {
-    config,
-    app,
-    client,
-    users,
+    config: config as AuthConfig,
+    app: h.apps[1] as AuthApp,
+    client: h.client,
+    users: usersService(h.client, h.sql, calls),
     redis,
     prefix,
-    sql,
+    sql: h.sql,
     smtp,
     anvil,
     chain,
     async close() {
-      // The order of runService: stop consuming, stop the outbox relays, close the buses, then the rest.
-      await Promise.all([authBus.stopConsuming(), usersBus.stopConsuming()]);
-      await Promise.all([app.outbox?.stop(), usersApp.outbox?.stop()]);
-      await Promise.all([client.close(), authBus.close(), usersBus.close()]);
-      await Promise.all([app.stop(), usersApp.stop()]);
-      await Promise.all([sql.end(), usersSql.end()]);
+      await h.stop();
       const keys = await redis.keys(`${prefix}*`);
       if (keys.length > 0) await redis.del(...keys);
       redis.disconnect();
       await Promise.all([smtp.close(), anvil.stop(), rm(dir, { recursive: true, force: true })]);
-      await Promise.all([...resources.dbs.map((d) => d.dispose()), resources.vhost.dispose()]);
     },
   };
 }
@@ -197,7 +189,7 @@ function recordingCalls(bus: Bus, calls: Calls): Bus {
 
 let seeded = 0;
 
-function usersService(client: Bus, sql: pg.Client, calls: Calls): UsersService {
+function usersService(client: Bus, sql: pg.Pool, calls: Calls): UsersService {
   return {
     sql,
     requests: <D extends RpcDescriptor>(descriptor: D) =>

@@ -3,10 +3,10 @@ import {
   type ChainEventName,
   chainEvents,
   FACTORY_EVENTS,
+  type RawLog,
   REGISTRY_EVENTS,
 } from "@fundraise/contracts";
 import { getAddress, Interface } from "ethers";
-import type { RawLog } from "../chain/rpc-client.ts";
 
 /** The auction events the indexer follows (VariableChange, a progress counter, is not one of them). */
 export const FOLLOWED_AUCTION_EVENTS = AUCTION_EVENTS.filter((name) => name !== "VariableChange");

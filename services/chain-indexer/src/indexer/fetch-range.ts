@@ -1,6 +1,11 @@
-import { auctionFactoryAbi, type Deployment } from "@fundraise/contracts";
+import {
+  auctionFactoryAbi,
+  type BlockHeader,
+  type ChainClient,
+  type Deployment,
+  type RawLog,
+} from "@fundraise/contracts";
 import { getAddress, Interface } from "ethers";
-import type { BlockHeader, ChainClient, RawLog } from "../chain/rpc-client.ts";
 import {
   AUCTION_TOPICS,
   byPosition,

@@ -1,7 +1,6 @@
-import type { Deployment } from "@fundraise/contracts";
+import { type ChainClient, ChainRpcError, type Deployment } from "@fundraise/contracts";
 import type { Logger } from "@fundraise/service-kit";
 import type pg from "pg";
-import { type ChainClient, ChainRpcError } from "../chain/rpc-client.ts";
 import type { Progress } from "../ops/progress.ts";
 import { fetchRange } from "./fetch-range.ts";
 import { type BlockRef, createIndexStore, type IndexStore } from "./index-store.ts";

@@ -39,7 +39,14 @@ function source(at: () => number, value: () => boolean) {
   return { calls, compute };
 }
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
+/** Waits until the reader's store (not awaited by the read) has put the key's answer into Redis. */
+const stored = (answers: string, key: string) =>
+  expect.poll(() => redis.hget(answers, key), { interval: 5 }).not.toBeNull();
+/**
+ * Deliberate: a store the reader must not make would land within this time, so a key still missing after
+ * it was not stored (there is nothing that happens to poll for).
+ */
+const noStoreWithin = () => new Promise((resolve) => setTimeout(resolve, 50));
 
 describe("the chain-read cache in Redis", () => {
   it("answers a repeated read from Redis, with the cursor the writer last set", async () => {
@@ -50,8 +57,7 @@ describe("the chain-read cache in Redis", () => {
       () => true,
     );
     expect(await hotKeys.read("whitelisted:0xA", compute)).toEqual({ whitelisted: true, indexedBlock: 10 });
-    await settle(); // the store is not awaited by the reader
-    expect(await redis.hget(answers, "whitelisted:0xA")).not.toBeNull();
+    await stored(answers, "whitelisted:0xA");
     expect(await hotKeys.read("whitelisted:0xA", compute)).toEqual({ whitelisted: true, indexedBlock: 10 });
     expect(calls.n).toBe(1);
     // The cursor moves without a change of logs: the answer stands, and says the new block.
@@ -61,7 +67,7 @@ describe("the chain-read cache in Redis", () => {
   });
 
   it("forgets every answer when the writer's commit changed the logs", async () => {
-    const { hotKeys } = cache();
+    const { hotKeys, answers } = cache();
     let value = false;
     let cursor = 5;
     const { calls, compute } = source(
@@ -70,7 +76,7 @@ describe("the chain-read cache in Redis", () => {
     );
     await hotKeys.advance(cursor, true);
     expect((await hotKeys.read("whitelisted:0xB", compute)).whitelisted).toBe(false);
-    await settle();
+    await stored(answers, "whitelisted:0xB");
     value = true;
     cursor = 6;
     await hotKeys.advance(cursor, true);
@@ -87,7 +93,7 @@ describe("the chain-read cache in Redis", () => {
       return { whitelisted: false, indexedBlock: 20 };
     };
     expect(await hotKeys.read("whitelisted:0xC", slow)).toEqual({ whitelisted: false, indexedBlock: 20 });
-    await settle();
+    await noStoreWithin();
     expect(await redis.hget(answers, "whitelisted:0xC")).toBeNull();
   });
 
@@ -98,11 +104,11 @@ describe("the chain-read cache in Redis", () => {
       () => true,
     );
     await hotKeys.read("whitelisted:0xD", compute);
-    await settle();
+    await noStoreWithin();
     expect(await redis.exists(answers)).toBe(0);
     await hotKeys.advance(3, false);
     await hotKeys.read("whitelisted:0xD", compute);
-    await settle();
+    await stored(answers, "whitelisted:0xD");
     expect(calls.n).toBe(2);
     expect(await redis.pttl(indexed)).toBeGreaterThan(0);
     expect(await redis.pttl(answers)).toBeGreaterThan(0);

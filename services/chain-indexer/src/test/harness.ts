@@ -13,6 +13,7 @@ import {
 } from "@fundraise/contracts";
 import { type AnvilInstance, deployFresh, startAnvil } from "@fundraise/contracts/testing";
 import { ChainEvents } from "@fundraise/protocol";
+import type { Logger } from "@fundraise/service-kit";
 import {
   type HarnessService,
   type ServiceHarness,
@@ -59,17 +60,22 @@ export const chainEnv = (chain: TestChain, extra: Record<string, string> = {}) =
   ...extra,
 });
 
-export const chainIndexerService = (env: Record<string, string>): HarnessService => ({
+/** The indexer as a harness service; with `log`, it logs there instead of the harness's logger. */
+export const chainIndexerService = (env: Record<string, string>, log?: Logger): HarnessService => ({
   name: "chain-indexer",
-  start: ({ env: base, log, bus }) =>
-    startChainIndexerApp({ config: loadConfig({ ...base, ...env }), log, bus }),
+  start: ({ env: base, ...deps }) =>
+    startChainIndexerApp({ config: loadConfig({ ...base, ...env }), ...deps, ...(log ? { log } : {}) }),
 });
 
 /** The indexer in a harness of its own database and vhost, recording every chain fact. */
-export function startHarness(label: string, env: Record<string, string>): Promise<ServiceHarness> {
+export function startHarness(
+  label: string,
+  env: Record<string, string>,
+  log?: Logger,
+): Promise<ServiceHarness> {
   return startServiceHarness({
     label: `chain_${label}`,
-    services: [chainIndexerService({ REDIS_PREFIX: testRedisPrefix(), ...env })],
+    services: [chainIndexerService({ REDIS_PREFIX: testRedisPrefix(), ...env }, log)],
     record: ChainEvents,
   });
 }

@@ -1,13 +1,14 @@
 import {
   auctionAt,
   auctionStatusName,
+  createChainClient,
   type Deployment,
   factoryAt,
   loadDeployment,
   registryAt,
 } from "@fundraise/contracts";
 import { type AuctionStatus, ErrorCode, errors } from "@fundraise/protocol";
-import { FetchRequest, JsonRpcProvider, ZeroAddress } from "ethers";
+import { type JsonRpcApiProvider, ZeroAddress } from "ethers";
 import type { AuctionState, ChainIndex, Evaluation } from "../projects/chain.service.ts";
 
 export interface DirectChainRead extends ChainIndex {
@@ -17,27 +18,21 @@ export interface DirectChainRead extends ChainIndex {
 /**
  * "Sync now" without the chain-indexer: the registry's and the factory's own views, read at the chain's
  * head. `indexedBlock` is the head block the answer was read at. The deployment file is read on first
- * use, so the service starts (and serves everything else) when no chain is configured; each request is
- * bounded by `timeoutMs`, and any failure is 503 CHAIN_UNAVAILABLE.
+ * use, so the service starts (and serves everything else) when no chain is configured; each request goes
+ * through the shared chain client (bounded by `timeoutMs`), and any failure is 503 CHAIN_UNAVAILABLE.
  */
 export function createDirectChainRead(options: {
   url: string;
   deploymentFile: string;
   timeoutMs: number;
 }): DirectChainRead {
-  let chain: { deployment: Deployment; provider: JsonRpcProvider } | undefined;
+  const client = createChainClient(options);
+  let chain: { deployment: Deployment; provider: JsonRpcApiProvider } | undefined;
 
   function connect() {
     if (chain) return chain;
     const deployment = loadDeployment(options.deploymentFile);
-    const request = new FetchRequest(options.url);
-    request.timeout = options.timeoutMs;
-    const provider = new JsonRpcProvider(request, deployment.chainId, {
-      staticNetwork: true,
-      batchMaxCount: 1,
-      cacheTimeout: -1,
-    });
-    chain = { deployment, provider };
+    chain = { deployment, provider: client.provider(deployment.chainId) };
     return chain;
   }
 
@@ -93,6 +88,6 @@ export function createDirectChainRead(options: {
         };
       }),
 
-    close: () => chain?.provider.destroy(),
+    close: () => client.close(),
   };
 }

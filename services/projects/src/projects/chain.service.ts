@@ -11,12 +11,13 @@ import {
   type ResponseOf,
 } from "@fundraise/protocol";
 import { auctionFieldsOf, evaluationFieldsOf, type FactKind, factKindOf } from "./chain-facts.ts";
-import { findVisible, isAccepted, requireLive, requireWriter } from "./project.access.ts";
+import { isAccepted, requireLive, requireWriter } from "./project.access.ts";
 import type { Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
 import type { OpContext } from "./project.ports.ts";
 import type { FactKey, ProjectRepository } from "./project.repository.ts";
+import { findVisible } from "./visibility.ts";
 
 export type Evaluation = ResponseOf<typeof ChainRpc.evaluation>;
 export type AuctionState = ResponseOf<typeof ChainRpc.auctionByHash>;

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { createHotReads } from "./hot-reads.ts";
 import type { ProjectDtoOut } from "./project.mapper.ts";
+import { scopeOf } from "./visibility.ts";
 
-const anonymous = { all: false, memberId: null, approvedOnly: true } as const;
+const anonymous = scopeOf(null);
 const list = (n: number) => [{ projectID: n }] as unknown as ProjectDtoOut[];
 
 function counter() {
@@ -44,11 +45,11 @@ describe("hot reads: lists kept against the project table's version", () => {
 
   it("never caches a list that depends on the caller's memberships; scopes and keys are apart", async () => {
     const c = counter();
-    const member = { all: false, memberId: 7, approvedOnly: true } as const;
+    const member = scopeOf({ userId: 7, username: "u", address: "0x01", role: "Base" });
     await c.hot.read(member, "list", c.load);
     await c.hot.read(member, "list", c.load);
     expect(c.loads()).toBe(2);
-    await c.hot.read({ all: true }, "list", c.load);
+    await c.hot.read(scopeOf({ userId: 8, username: "v", address: "0x02", role: "Viewer" }), "list", c.load);
     await c.hot.read(anonymous, "list", c.load);
     await c.hot.read(anonymous, "status:Approved", c.load);
     expect(c.loads()).toBe(5);

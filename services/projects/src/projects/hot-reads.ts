@@ -1,5 +1,5 @@
 import type { ProjectDtoOut } from "./project.mapper.ts";
-import type { Scope } from "./project.validation.ts";
+import { type Scope, sharedListOf } from "./visibility.ts";
 
 /**
  * The hot lists (anonymous Get/All, GetByStatus, GetProjects/{n}; also Admin's and Viewer's "all"), kept in
@@ -19,8 +19,9 @@ export function createHotReads(deps: { version: () => Promise<number>; maxEntrie
 
   return {
     async read(scope, key, load) {
-      if (!scope.all && scope.memberId !== null) return load();
-      const cacheKey = `${scope.all ? "all" : scope.approvedOnly ? "approved" : "accepted"}:${key}`;
+      const shared = sharedListOf(scope);
+      if (shared === null) return load();
+      const cacheKey = `${shared}:${key}`;
       const version = await deps.version();
       const held = entries.get(cacheKey);
       if (held && held.version >= version) return held.value;

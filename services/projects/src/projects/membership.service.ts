@@ -1,11 +1,12 @@
 import type { AppError, Caller, ProjectsRpc, RequestOf } from "@fundraise/protocol";
-import { findVisible, isAccepted, isManager, requireLive, requireWriter } from "./project.access.ts";
+import { isAccepted, isManager, requireLive, requireWriter } from "./project.access.ts";
 import type { Permission } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type PermissionOut, toPermission } from "./project.mapper.ts";
 import type { OpContext, UserDirectory, UserDtoOut } from "./project.ports.ts";
 import type { ProjectRepository } from "./project.repository.ts";
 import { parseInvitedRole } from "./project.validation.ts";
+import { findVisible } from "./visibility.ts";
 
 export type PermissionRequest = RequestOf<typeof ProjectsRpc.invite>["request"];
 

@@ -7,7 +7,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import type { FactKind, StandingFact } from "./chain-facts.ts";
 import { Permission, Project } from "./project.entity.ts";
 import { conflictOfConstraint } from "./project.errors.ts";
-import type { Scope } from "./project.validation.ts";
+import type { Scope } from "./visibility.ts";
 
 /** The database schema this service owns; the outbox and processed_message tables live in it too. */
 export const PROJECTS_SCHEMA = "projects";
@@ -49,7 +49,7 @@ export interface ProjectRepository {
   countAwaitingReview(): Promise<number>;
   /** Projects of this proposer waiting for a viewer. */
   countAwaitingReviewBy(proposerAddress: string): Promise<number>;
-  /** Projects in `scope`, filtered and ordered as asked. */
+  /** Projects in `scope` (visibility.ts: its open projects and the member's), filtered and ordered as asked. */
   list(scope: Scope, options: ListOptions): Promise<Project[]>;
   /** Projects on which `userId` has a permission, accepted or pending, in permission order. */
   projectsOfUser(userId: number, accepted: boolean): Promise<Project[]>;
@@ -297,9 +297,7 @@ export function createProjectRepository(em: () => EntityManager): ProjectReposit
     const e = em();
     let visible: object = {};
     if (!scope.all) {
-      const open = scope.approvedOnly
-        ? { viewerAccepted: true, status: "Approved" }
-        : { viewerAccepted: true };
+      const { open } = scope;
       const memberOf =
         scope.memberId === null
           ? []

@@ -8,13 +8,14 @@ import {
 } from "@fundraise/protocol";
 import { evaluationFieldsOf } from "./chain-facts.ts";
 import type { HotReads } from "./hot-reads.ts";
-import { findVisible, isAccepted, requireLive, requireWriter } from "./project.access.ts";
+import { isAccepted, requireLive, requireWriter } from "./project.access.ts";
 import type { Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
 import type { ContentStore, OpContext } from "./project.ports.ts";
 import type { ProjectRepository, ProjectTx } from "./project.repository.ts";
-import { MAX_TOP, parseMarkdown, parseName, parseRating, parseText, scopeOf } from "./project.validation.ts";
+import { MAX_TOP, parseMarkdown, parseName, parseRating, parseText } from "./project.validation.ts";
+import { findVisible, scopeOf } from "./visibility.ts";
 
 export type ProjectWrite = RequestOf<typeof ProjectsRpc.add>["project"];
 

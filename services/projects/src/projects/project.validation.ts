@@ -1,31 +1,9 @@
-import { type Caller, nameProblem, type PermissionRole, trimText } from "@fundraise/protocol";
+import { nameProblem, type PermissionRole, trimText } from "@fundraise/protocol";
 import { ProjectErrors } from "./project.errors.ts";
 
 /** Longest markdown accepted (characters); the route's body limit bounds the bytes. */
 export const MAX_MARKDOWN = 200_000;
 export const MAX_TOP = 100;
-
-/**
- * Which projects a caller sees (behaviour.md §4): Admin and Viewer every project; everyone else the
- * projects they belong to (accepted or invited) plus the viewer-accepted ones — Whitelist whatever
- * their status, everyone else (anonymous included) only Approved ones.
- */
-export type Scope = { all: true } | { all: false; memberId: number | null; approvedOnly: boolean };
-
-export function scopeOf(caller: Caller | null): Scope {
-  if (caller && (caller.role === "Admin" || caller.role === "Viewer")) return { all: true };
-  return { all: false, memberId: caller?.userId ?? null, approvedOnly: caller?.role !== "Whitelist" };
-}
-
-/** The same rule for one project, given whether the caller has a permission row on it. */
-export function sees(
-  scope: Scope,
-  project: { viewerAccepted: boolean; status: string },
-  hasPermissionRow: boolean,
-): boolean {
-  if (scope.all || hasPermissionRow) return true;
-  return project.viewerAccepted && (!scope.approvedOnly || project.status === "Approved");
-}
 
 /** A project name: trimmed, 1-200 printable characters (the rule of user names, longer). */
 export function parseName(input: string): string {

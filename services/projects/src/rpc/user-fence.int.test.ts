@@ -218,7 +218,8 @@ describe("the fence", () => {
       holder.release();
     }
     // The fence was never placed past the deletion's deadline (or was lifted under the lock): the member,
-    // who still exists, writes.
+    // who still exists, writes. Deliberate: no fence may appear within half a second after the deletion
+    // gave up (the fence's own wait ended before the deletion's deadline, so nothing is under way to poll).
     await new Promise((resolve) => setTimeout(resolve, 500));
     const fenced = await h.sql.query(`select 1 from projects.user_fence where user_id = $1`, [
       member.user.id,

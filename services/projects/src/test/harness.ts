@@ -33,6 +33,7 @@ import {
 import type pg from "pg";
 import { startProjectsApp } from "../app.ts";
 import { loadConfig } from "../config.ts";
+import { PROJECTS_SCHEMA } from "../projects/project.repository.ts";
 
 /**
  * The projects service as the gateway meets it, with the REAL storage and users services beside it
@@ -76,15 +77,14 @@ export async function startHarness(
       {
         name: "projects",
         // No chain unless a test gives one: "sync now" then has neither the index nor the chain.
-        start: ({ env: base, log, bus }) =>
+        start: ({ env: base, ...deps }) =>
           startProjectsApp({
             config: loadConfig({
               ...base,
               CHAIN_DEPLOYMENT_FILE: join(dataDir, "no-chain-deployment.json"),
               ...env,
             }),
-            log,
-            bus,
+            ...deps,
           }),
       },
     ],
@@ -226,7 +226,7 @@ export { expectAppError } from "@fundraise/service-kit/testing";
 
 /** Events of one kind in the projects outbox (published or not), oldest first. */
 export const outboxPayloads = <D extends EventDescriptor>(sql: pg.Pool, event: D) =>
-  kitOutboxPayloads(sql, "projects", event);
+  kitOutboxPayloads(sql, PROJECTS_SCHEMA, event);
 
 /** Waits until the test consumer received an event of this kind matching `match`; returns its payload. */
 export const receivedEvent = <D extends EventDescriptor>(

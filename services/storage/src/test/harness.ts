@@ -14,6 +14,7 @@ import { create } from "kubo-rpc-client";
 import type pg from "pg";
 import { type StorageApp, startStorageApp } from "../app.ts";
 import { loadConfig } from "../config.ts";
+import { STORAGE_SCHEMA } from "../content/pin.repository.ts";
 
 /**
  * The storage service as the projects service meets it: its own database and vhost per test file, the
@@ -39,7 +40,7 @@ export function storageOn(
 ): HarnessService {
   return {
     name: "storage",
-    start: ({ env: base, log, bus }) =>
+    start: ({ env: base, ...deps }) =>
       startStorageApp({
         config: loadConfig({
           ...base,
@@ -50,8 +51,7 @@ export function storageOn(
           RECONCILE_INTERVAL_MS: "0",
           ...env,
         }),
-        log,
-        bus,
+        ...deps,
         ...(clock ? { clock } : {}),
       }),
   };
@@ -117,7 +117,7 @@ export { type Content, storeContent, streamContent } from "./uploads.ts";
 
 /** Events of one kind in the storage outbox (published or not), oldest first. */
 export const outboxPayloads = <D extends EventDescriptor>(sql: pg.Pool, event: D) =>
-  kitOutboxPayloads(sql, "storage", event);
+  kitOutboxPayloads(sql, STORAGE_SCHEMA, event);
 
 /** Waits until the test consumer received an event of this kind matching `match`; returns its payload. */
 export const receivedEvent = <D extends EventDescriptor>(

@@ -26,6 +26,7 @@ import { getAddress } from "ethers";
 import type pg from "pg";
 import { startUsersApp } from "../app.ts";
 import { loadConfig } from "../config.ts";
+import { USERS_SCHEMA } from "../users/user.repository.ts";
 
 /**
  * The users service as the gateway and the other services meet it (service-kit `startServiceHarness`),
@@ -43,7 +44,7 @@ export interface Harness extends ServiceHarness {
 /** Starts the users service in a harness; others start it beside their own with `usersService`. */
 export const usersService: HarnessService = {
   name: "users",
-  start: ({ env, log, bus }) => startUsersApp({ config: loadConfig(env), log, bus }),
+  start: ({ env, ...deps }) => startUsersApp({ config: loadConfig(env), ...deps }),
 };
 
 /** A STAND-IN for the auth service's `auth.session.apply`: merges and records the changes it is sent. */
@@ -77,7 +78,7 @@ export function sessionStandIn(): SessionStandIn {
         states.set(change.userId, next);
         return next;
       });
-      return { stop: async () => undefined };
+      return {};
     },
   };
   return standIn;
@@ -122,7 +123,7 @@ export function projectsStandIn(): ProjectsStandIn {
         standIn.calls.push({ op: "remove", userId });
         return null;
       });
-      return { stop: async () => undefined };
+      return {};
     },
   };
   return standIn;
@@ -190,7 +191,7 @@ export { expectAppError } from "@fundraise/service-kit/testing";
 
 /** Events of one kind in the users outbox (published or not), oldest first. */
 export const outboxPayloads = <D extends EventDescriptor>(sql: pg.Pool, event: D) =>
-  kitOutboxPayloads(sql, "users", event);
+  kitOutboxPayloads(sql, USERS_SCHEMA, event);
 
 /** Waits until the test consumer received an event of this kind matching `match`; returns its payload. */
 export const receivedEvent = <D extends EventDescriptor>(

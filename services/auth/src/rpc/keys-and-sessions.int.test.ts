@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { testMessageContext, waitFor } from "@fundraise/bus/testing";
 import { AuthRpc, UsersEvents, UsersRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { VERIFIED_MESSAGE } from "./sign-up/sign-up.service.ts";
+import { VERIFIED_MESSAGE } from "../sign-up/sign-up.service.ts";
 import {
   failureOf,
   type Harness,
@@ -10,8 +10,8 @@ import {
   newWallet,
   startHarness,
   verifyToken,
-} from "./test/harness.ts";
-import { verificationLinkIn } from "./test/smtp.ts";
+} from "../test/harness.ts";
+import { verificationLinkIn } from "../test/smtp.ts";
 
 // Signing keys, the JWKS and the session hash the gateway reads, on the real servers, with the real users
 // service. Some users events are published here on the real bus as the users service publishes them.
@@ -169,7 +169,7 @@ describe("session hash from the users service's changes", () => {
     const base = Number(claims.sv);
     const change = { userId: user.id, address: wallet.address, revoke: true, deleted: false };
     await h.client.call(AuthRpc.applySession, { ...change, version: base + 2, role: "Viewer" });
-    await h.app.subscribers.roleChanged(
+    await h.app.accounts.roleChanged(
       { ...change, role: "Blacklist", previousRole: "Base", changedBy: "7", version: base + 1 },
       testMessageContext(),
     );
@@ -200,8 +200,8 @@ describe("session hash from the users service's changes", () => {
     const mailAddress = `twice.${user.id}@example.org`;
     const ctx = testMessageContext();
     const payload = { userId: user.id, address: wallet.address, mailAddress };
-    await h.app.subscribers.emailChanged(payload, ctx);
-    await h.app.subscribers.emailChanged(payload, { ...ctx, attempt: 2 });
+    await h.app.accounts.emailChanged(payload, ctx);
+    await h.app.accounts.emailChanged(payload, { ...ctx, attempt: 2 });
     const first = verificationLinkIn(await h.smtp.next(mailAddress));
     expect(h.smtp.received.filter((m) => m.to.includes(mailAddress))).toHaveLength(1);
     const { rows } = await h.sql.query(
@@ -210,7 +210,7 @@ describe("session hash from the users service's changes", () => {
     );
     expect(rows[0]?.n).toBe(1);
     // A new message id is a new change: a new mail, and the earlier link stops working.
-    await h.app.subscribers.emailChanged(payload, { ...ctx, messageId: randomUUID() });
+    await h.app.accounts.emailChanged(payload, { ...ctx, messageId: randomUUID() });
     await h.smtp.next(mailAddress, 1);
     const failure = await failureOf(
       h.client.call(AuthRpc.verifyEmail, { email: first.email, token: first.token }),

@@ -5,8 +5,8 @@ import { AuthRpc } from "@fundraise/protocol";
 import { simpleParser } from "mailparser";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LOGIN_FAILED_MESSAGE } from "./sign-in/sign-in.service.ts";
-import { VERIFIED_MESSAGE } from "./sign-up/sign-up.service.ts";
+import { LOGIN_FAILED_MESSAGE } from "../sign-in/sign-in.service.ts";
+import { VERIFIED_MESSAGE } from "../sign-up/sign-up.service.ts";
 import {
   failureOf,
   type Harness,
@@ -16,8 +16,8 @@ import {
   siweMessage,
   startHarness,
   verifyToken,
-} from "./test/harness.ts";
-import { verificationLinkIn } from "./test/smtp.ts";
+} from "../test/harness.ts";
+import { verificationLinkIn } from "../test/smtp.ts";
 
 // A deployment that refuses the legacy texts (LEGACY_MESSAGES=false) and has no SMTP server (mail is
 // written to files), with the real users service.

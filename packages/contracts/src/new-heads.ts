@@ -1,4 +1,8 @@
-import type { Logger } from "@fundraise/service-kit";
+/** Where the subscription says how it goes (a pino logger fits). */
+export interface HeadsLog {
+  debug(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+}
 
 export interface NewHeads {
   /** Resolves at the next new head the node announces, or never while it announces none. */
@@ -20,7 +24,7 @@ export function webSocketUrlOf(rpcUrl: string): string {
  * while the socket is down, nothing is announced and polling alone goes on; the socket is tried again after
  * `retryMs`. Announcements only wake the loop: what it indexes is still read over JSON-RPC.
  */
-export function subscribeNewHeads(options: { rpcUrl: string; log: Logger; retryMs?: number }): NewHeads {
+export function subscribeNewHeads(options: { rpcUrl: string; log: HeadsLog; retryMs?: number }): NewHeads {
   const { log } = options;
   const retryMs = options.retryMs ?? 10_000;
   const url = webSocketUrlOf(options.rpcUrl);
@@ -64,7 +68,7 @@ export function subscribeNewHeads(options: { rpcUrl: string; log: Logger; retryM
           ws.close();
         } else if (!announced) {
           announced = true;
-          log.info("subscribed to the node's new heads");
+          log.info({ url }, "subscribed to the node's new heads");
         }
       } else if (message.method === "eth_subscription") {
         wake();

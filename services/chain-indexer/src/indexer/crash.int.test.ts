@@ -2,7 +2,7 @@ import { createTestVhost, type TestVhost, waitFor } from "@fundraise/bus/testing
 import { createTestDatabase, type TestDatabase } from "@fundraise/service-kit/testing";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { spawnIndexer } from "./test/child.ts";
+import { spawnIndexer } from "../test/child.ts";
 import {
   chainEnv,
   indexedBlock,
@@ -14,7 +14,7 @@ import {
   type TestChain,
   testRedisPrefix,
   waitIndexed,
-} from "./test/harness.ts";
+} from "../test/harness.ts";
 
 let chain: TestChain;
 const resources: { db: TestDatabase; vhost: TestVhost; sql: pg.Pool }[] = [];

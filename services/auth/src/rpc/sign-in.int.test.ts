@@ -3,9 +3,9 @@ import { registryAt, UserStatus, waitForReceipt } from "@fundraise/contracts";
 import { AuthRpc, UsersRpc } from "@fundraise/protocol";
 import type { HDNodeWallet } from "ethers";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createAccountCopy } from "./sign-in/account-copy.ts";
-import { LOGIN_FAILED_MESSAGE } from "./sign-in/sign-in.service.ts";
-import { deployContractWallet } from "./test/contract-wallet.ts";
+import { createAccountCopy } from "../sign-in/account-copy.ts";
+import { LOGIN_FAILED_MESSAGE } from "../sign-in/sign-in.service.ts";
+import { deployContractWallet } from "../test/contract-wallet.ts";
 import {
   failureOf,
   type Harness,
@@ -15,7 +15,7 @@ import {
   siweMessage,
   startHarness,
   verifyToken,
-} from "./test/harness.ts";
+} from "../test/harness.ts";
 
 // Sign-in on the real servers: Postgres, RabbitMQ, Redis, anvil with the platform deployed, and the real
 // users service beside the auth service.
@@ -589,16 +589,16 @@ describe("the account copy (docs/decisions.md)", () => {
     // it, the session refuses the account for good.
     for (const handle of [
       () =>
-        h.app.subscribers.roleChanged(
+        h.app.accounts.roleChanged(
           { ...payload, role: "Viewer", previousRole: "Base", changedBy: "1" },
           testMessageContext(),
         ),
       () =>
-        h.app.subscribers.emailChanged(
+        h.app.accounts.emailChanged(
           { ...payload, mailAddress: `new.${user.id}@example.org` },
           testMessageContext(),
         ),
-      () => h.app.subscribers.deleted(payload, testMessageContext()),
+      () => h.app.accounts.deleted(payload, testMessageContext()),
     ]) {
       await legacyLogin(h, wallet, origin);
       expect(await h.redis.exists(entryKey(wallet))).toBe(1);
@@ -618,7 +618,7 @@ describe("the account copy (docs/decisions.md)", () => {
          returning account_version::int as version`,
         [user.id],
       );
-      await h.app.subscribers.roleChanged(
+      await h.app.accounts.roleChanged(
         {
           userId: user.id,
           address: wallet.address,

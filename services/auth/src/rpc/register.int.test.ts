@@ -3,7 +3,7 @@ import { waitFor } from "@fundraise/bus/testing";
 import { AuthEvents, AuthRpc, type PayloadOf, UsersRpc } from "@fundraise/protocol";
 import type { HDNodeWallet } from "ethers";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { LINK_EXPIRED_MESSAGE, MAIL_NOT_SENT_MESSAGE, VERIFIED_MESSAGE } from "./sign-up/sign-up.service.ts";
+import { LINK_EXPIRED_MESSAGE, MAIL_NOT_SENT_MESSAGE, VERIFIED_MESSAGE } from "../sign-up/sign-up.service.ts";
 import {
   failureOf,
   type Harness,
@@ -14,8 +14,8 @@ import {
   siweMessage,
   startHarness,
   verifyToken,
-} from "./test/harness.ts";
-import { verificationLinkIn } from "./test/smtp.ts";
+} from "../test/harness.ts";
+import { verificationLinkIn } from "../test/smtp.ts";
 
 // Sign-up and e-mail verification on the real servers, with the real users service and a real SMTP server
 // receiving the mail.

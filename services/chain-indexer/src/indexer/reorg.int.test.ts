@@ -13,7 +13,7 @@ import {
   startHarness,
   type TestChain,
   waitIndexed,
-} from "./test/harness.ts";
+} from "../test/harness.ts";
 
 let chain: TestChain;
 let h: ServiceHarness;

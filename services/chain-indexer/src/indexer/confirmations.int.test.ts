@@ -9,7 +9,7 @@ import {
   startChain,
   startHarness,
   type TestChain,
-} from "./test/harness.ts";
+} from "../test/harness.ts";
 
 let chain: TestChain;
 let h: ServiceHarness;

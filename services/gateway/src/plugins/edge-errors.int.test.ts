@@ -1,8 +1,8 @@
 import { connect } from "node:net";
 import { ErrorCode, errors, ProjectsRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HEADERS_LIMIT, URL_LIMIT, urlOverflowed } from "./plugins/edge-errors.ts";
-import { createHarness, type Harness } from "./test/harness.ts";
+import { createHarness, type Harness } from "../test/harness.ts";
+import { HEADERS_LIMIT, URL_LIMIT, urlOverflowed } from "./edge-errors.ts";
 
 // Answers made below the routes (router, HTTP parser) are the envelope too. Some can only be produced
 // on a real socket (Node's parser refuses the request before fastify sees it), so the gateway listens.
