@@ -36,14 +36,6 @@ export {
   retryDelay,
   retryDelays,
 } from "./retry.ts";
-export { abortStream, callInstance, finishStream, instanceRpc, streamInterrupted } from "./stream.ts";
-export {
-  type StreamServer,
-  type StreamServerOptions,
-  type StreamSink,
-  serveStream,
-} from "./stream-server.ts";
-export { StreamWriter, type StreamWriterOptions } from "./stream-writer.ts";
 export {
   deadLetterQueueOf,
   Exchanges,

@@ -9,6 +9,5 @@ export * from "./message.ts";
 export * from "./projects.ts";
 export * from "./sessions.ts";
 export * from "./storage.ts";
-export * from "./stream.ts";
 export * from "./text.ts";
 export * from "./users.ts";

@@ -11,7 +11,7 @@ import {
   ProjectStatus,
 } from "./common.ts";
 import { defineEvent, defineRpc } from "./message.ts";
-import { ContentStream } from "./storage.ts";
+import { ContentRef } from "./storage.ts";
 
 /** A project as returned (ProjectDTO), with the chain-derived flags the platform adds. */
 export const ProjectDto = Type.Object(
@@ -31,7 +31,9 @@ export const ProjectDto = Type.Object(
     proposerAddress: Nullable(Type.String()),
     viewerAccepted: Type.Boolean(),
     viewerAcceptedAddress: Nullable(Type.String()),
-    fileHex: Type.Optional(Type.String({ description: "the project file as hex, when asked for withHex" })),
+    fileHex: Type.Optional(
+      Type.String({ description: "the project file as hex, when asked for withHex (the gateway reads it)" }),
+    ),
   },
   { $id: "ProjectDTO" },
 );
@@ -83,16 +85,16 @@ export const Rating = Type.Object(
 
 /**
  * What the projects service receives for Add and Update: the fields of a ProjectRequest, with the file
- * and image decoded from hex by the gateway and streamed, as bytes, to a storage instance while the body
- * arrived (`StorageUpload`); the write finishes that upload once it accepted the rest, or refuses it.
+ * and image decoded from hex by the gateway and added to IPFS (unpinned) while the body arrived; the
+ * write carries their reference and has the storage service pin it once it accepted the rest.
  */
 export const ProjectWrite = Type.Object({
   projectID: Type.Optional(Type.Integer()),
   projectName: Type.String({ minLength: 1, maxLength: 200 }),
   projectDescription: Nullable(Type.String({ maxLength: 20_000 })),
   markDown: Nullable(Type.String()),
-  /** The file (and image) streamed for this write; null when the request sent neither. */
-  content: Nullable(ContentStream),
+  /** The file (and image) added for this write; null when the request sent neither. */
+  content: Nullable(ContentRef),
 });
 
 const ProjectList = Type.Array(ProjectDto);
@@ -102,7 +104,7 @@ const Done = Type.Null();
 
 export const ProjectsRpc = {
   list: defineRpc("projects.project.list", {
-    request: Type.Object({ caller: MaybeCaller, withHex: Type.Boolean() }),
+    request: Type.Object({ caller: MaybeCaller }),
     response: ProjectList,
   }),
   get: defineRpc("projects.project.get", { request: ById, response: ProjectDto }),
@@ -131,7 +133,7 @@ export const ProjectsRpc = {
     response: ProjectDto,
   }),
   listPermissioned: defineRpc("projects.project.list-permissioned", {
-    request: Type.Object({ caller: Caller, withHex: Type.Boolean() }),
+    request: Type.Object({ caller: Caller }),
     response: ProjectList,
   }),
   listInvited: defineRpc("projects.project.list-invited", {

@@ -1,16 +1,18 @@
 import Type, { type Static } from "typebox";
-import { Bytes, FileHash, Nullable } from "./common.ts";
+import { FileHash, Nullable } from "./common.ts";
 import { defineEvent, defineRpc } from "./message.ts";
-import { defineStream, StreamEnd } from "./stream.ts";
 
 /**
- * The storage service: content on IPFS (a Kubo RPC API) and the inventory of what it pinned. Content
- * crosses the bus as bytes (CBOR), never as hex in JSON: an upload as the parts of a `StorageUpload`.
+ * The storage service: the pins of content on IPFS (a Kubo RPC API) and the inventory of what it pinned.
+ * Content never crosses the bus: messages carry its CID (`ContentRef`).
  * `fileHash` is the sha2-256 digest of the content's CIDv0 (a directory with entries `whitepaper` and,
  * when given, `image`), 64 upper-case hex.
  */
 
-/** What an upload answers once its content is on IPFS, pinned and recorded. */
+/** A CIDv0 (base58btc, sha2-256), as Kubo's default add names content. */
+const CidV0 = Type.String({ pattern: "^Qm[1-9A-HJ-NP-Za-km-z]{44}$" });
+
+/** Content on IPFS, pinned and recorded: what a pin answers. */
 export const Uploaded = Type.Object({
   fileHash: FileHash,
   cid: Type.String({ description: "the directory's CIDv0" }),
@@ -18,55 +20,40 @@ export const Uploaded = Type.Object({
 });
 export type Uploaded = Static<typeof Uploaded>;
 
-/** The entries of an upload: the directory's names. */
-export const UPLOAD_ENTRIES = ["whitepaper", "image"] as const;
-export type UploadEntry = (typeof UPLOAD_ENTRIES)[number];
-
 /**
- * Content going to IPFS as it arrives: the gateway opens an upload on any storage instance, sends the
- * decoded bytes of the whitepaper and the image as parts (entries `whitepaper`, `image`) to that instance,
- * which feeds them to one directory add as they come; the projects service finishes it (with the reason
- * for the inventory) once it accepted the write, or it is aborted. Nothing is pinned before the finish.
+ * A project's content on IPFS, by reference (the claim check): the gateway added the directory (entries
+ * `whitepaper` and, when given, `image`) to the node while the body arrived, not pinned; the sizes are
+ * those it counted. `fileBytes` null: the body brought no whitepaper (an image alone, which a write refuses).
  */
-export const StorageUpload = defineStream("storage.upload", {
-  open: Type.Object({}),
-  finish: {
+export const ContentRef = Type.Object({
+  cid: CidV0,
+  fileBytes: Nullable(Type.Integer({ minimum: 1 })),
+  imageBytes: Nullable(Type.Integer({ minimum: 1 })),
+});
+export type ContentRef = Static<typeof ContentRef>;
+
+/** The storage service's calls: pinning content the gateway added, and removing it. */
+export const StorageRpc = {
+  /**
+   * Pins content the gateway added and records it in the inventory (its `pinned` event), once the write
+   * that carries it is accepted: a directory with a `whitepaper` entry within the limits, or 400/413.
+   */
+  pin: defineRpc("storage.content.pin", {
     request: Type.Object({
+      cid: CidV0,
+      fileBytes: Type.Integer({ minimum: 1 }),
+      imageBytes: Nullable(Type.Integer({ minimum: 1 })),
       /** Why it is stored, for the inventory (e.g. `project:add`, `project:12:update`). */
       reason: Type.String({ minLength: 1, maxLength: 200 }),
     }),
     response: Uploaded,
     timeoutMs: 60_000,
-  },
-  partBytes: 512 * 1024,
-  partTimeoutMs: 60_000,
-});
-
-/** Content streamed to a storage instance for a project write, not finished yet; which entries it holds. */
-export const ContentStream = Type.Object({
-  stream: StreamEnd,
-  file: Type.Boolean({ description: "a whitepaper is in it" }),
-  image: Type.Boolean({ description: "an image is in it" }),
-});
-export type ContentStream = Static<typeof ContentStream>;
-
-/** The storage service's other calls: removal and reading back. */
-export const StorageRpc = {
+  }),
   /** Unpins the content and records it; true when it was pinned, false when unknown or already removed. */
   remove: defineRpc("storage.content.remove", {
     request: Type.Object({ fileHash: FileHash, reason: Type.Optional(Type.String({ maxLength: 200 })) }),
     response: Type.Boolean(),
     timeoutMs: 30_000,
-  }),
-  /**
-   * The whitepaper's bytes, read back from IPFS; content that cannot be found fails fast (404). The
-   * journal keeps the answer's length, not the file: IPFS keeps that under its CID.
-   */
-  read: defineRpc("storage.content.read", {
-    request: Type.Object({ fileHash: FileHash }),
-    response: Bytes,
-    timeoutMs: 30_000,
-    journal: "without-bytes",
   }),
 } as const;
 

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import rateLimit from "@fastify/rate-limit";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Bus } from "@fundraise/bus";
+import type { Ipfs } from "@fundraise/ipfs";
 import { AuthRpc, ErrorCode, errors } from "@fundraise/protocol";
 import type { Logger } from "@fundraise/service-kit";
 import Fastify, { type FastifyReply, type FastifyRequest, LogController } from "fastify";
@@ -39,6 +40,8 @@ export interface GatewayDeps {
   log: Logger;
   /** Tests may pass their own; by default tokens are checked against the auth service's JWKS. */
   verifier?: TokenVerifier;
+  /** The IPFS node uploads are added to and withHex reads come from. */
+  ipfs: Ipfs;
   /** Where request timings go; main.ts serves them on the internal port. A fresh registry when unset. */
   metrics?: GatewayMetrics;
 }
@@ -126,7 +129,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<Server> {
     publicAppUrl: config.publicAppUrl,
   });
   registerUserRoutes(app, bus);
-  registerProjectRoutes(app, bus, config.http.uploadBodyLimit);
+  registerProjectRoutes(app, bus, {
+    uploadBodyLimit: config.http.uploadBodyLimit,
+    ipfs: deps.ipfs,
+    timeoutMs: config.ipfs.timeoutMs,
+    limits: config.limits,
+  });
   registerEventDebugRoutes(app, bus);
   return app;
 }

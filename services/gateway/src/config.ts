@@ -1,3 +1,4 @@
+import { IpfsEnv, ipfsSections } from "@fundraise/ipfs";
 import {
   AmqpEnv,
   amqpSection,
@@ -13,6 +14,7 @@ import Type from "typebox";
 
 export const GatewayEnv = {
   ...AmqpEnv,
+  ...IpfsEnv,
   ...RedisEnv,
   ...LogEnv,
   ...PublicUrlEnv,
@@ -85,5 +87,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     amqp: amqpSection(e),
     redis: redisSection(e),
     log: logSection(e),
+    // The gateway adds uploads to IPFS (unpinned) and reads files back for withHex.
+    ...ipfsSections(e),
   });
 }

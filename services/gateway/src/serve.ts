@@ -1,4 +1,6 @@
-import type { AppDeps, ServiceApp } from "@fundraise/service-kit";
+import { checkIpfs, createKuboIpfs, type Ipfs } from "@fundraise/ipfs";
+import { isAppError } from "@fundraise/protocol";
+import type { AppDeps, Logger, ServiceApp } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import { buildGateway } from "./app.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -31,8 +33,10 @@ export async function startGateway(deps: AppDeps<GatewayConfig>): Promise<Servic
   redis.on("error", (err) => log.warn({ err }, "redis connection error"));
   shutdown.add("redis", () => redis.disconnect());
   await redis.connect().catch((err: unknown) => log.warn({ err }, "redis not reachable yet; retrying"));
+  const ipfs = createKuboIpfs(config.ipfs);
+  await checkNode(ipfs, config.ipfs.startupWaitMs, log);
   const metrics = createMetrics();
-  const app = await buildGateway({ config, bus, redis, log, metrics });
+  const app = await buildGateway({ config, bus, redis, log, metrics, ipfs });
 
   // Metrics and detailed readiness on their own port, never the public one. Not worth an outage: a
   // port that cannot be bound is logged and the API runs without it.
@@ -55,4 +59,19 @@ export async function startGateway(deps: AppDeps<GatewayConfig>): Promise<Servic
   const address = await app.listen({ port: config.http.port, host: config.http.host });
   log.info({ url: address, docs: `${address}/docs` }, "gateway listening");
   return { closeIntake: () => app.close() };
+}
+
+/**
+ * The gateway adds uploads, so its node must give Kubo's CIDs: one with other import settings stops the
+ * start. A node not reachable yet does not: everything but uploads and withHex works meanwhile, and
+ * those answer 503 until it is.
+ */
+async function checkNode(ipfs: Ipfs, waitMs: number, log: Logger): Promise<void> {
+  try {
+    const { version } = await checkIpfs(ipfs, waitMs, log);
+    log.info({ version }, "IPFS API checked: Kubo's CIDs");
+  } catch (error) {
+    if (!isAppError(error) || !error.retryable) throw error;
+    log.warn({ err: error }, "IPFS API not reachable: uploads answer 503 until it is");
+  }
 }

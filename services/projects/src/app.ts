@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { finishStream } from "@fundraise/bus";
-import { ChainRpc, StorageRpc, StorageUpload, UsersRpc } from "@fundraise/protocol";
+import { ChainRpc, StorageRpc, UsersRpc } from "@fundraise/protocol";
 import { type AppDeps, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { createDirectChainRead } from "./chain/direct-read.ts";
 import { withDirectFallback } from "./chain/fallback.ts";
@@ -32,7 +31,7 @@ export async function startProjectsApp(deps: AppDeps<ProjectsConfig>): Promise<S
   const directChain = createDirectChainRead(config.chain);
   shutdown.add("direct chain reads", () => directChain.close());
   const content: ContentStore = {
-    store: (content, reason, ctx) => finishStream(bus, StorageUpload, content.stream, { reason }, ctx),
+    store: (content, reason, ctx) => bus.call(StorageRpc.pin, { ...content, reason }, ctx),
     // Clean-up runs after the answer too: the request id and trace pass on, the caller's deadline does not.
     remove: (fileHash, reason, ctx) =>
       bus.call(
@@ -40,7 +39,6 @@ export async function startProjectsApp(deps: AppDeps<ProjectsConfig>): Promise<S
         { fileHash, reason },
         { requestId: ctx.requestId, traceparent: ctx.traceparent },
       ),
-    read: (fileHash, ctx) => bus.call(StorageRpc.read, { fileHash }, ctx),
   };
   const users: UserDirectory = {
     byUsername: (username, ctx) => bus.call(UsersRpc.byUsername, { username }, ctx),
@@ -61,7 +59,6 @@ export async function startProjectsApp(deps: AppDeps<ProjectsConfig>): Promise<S
     content,
     reviewQueueMax: config.reviewQueueMax,
     reviewSharePerProposer: config.reviewSharePerProposer,
-    readConcurrency: config.readConcurrency,
     hotReads: createHotReads({ version: () => repository.listVersion() }),
   });
   const memberships = createMembershipService({ projects: repository, users });

@@ -31,7 +31,5 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     fence: { graceMs: 120_000, sweepEveryMs: 60_000 },
     // "Sync now": the chain index first (bounded, so the direct chain read keeps time), then the chain.
     chain: { ...chainSection(e, cwd), indexTimeoutMs: 2000 },
-    // withHex reads each file back from the storage service; a list asks for a few at a time.
-    readConcurrency: 4,
   });
 }

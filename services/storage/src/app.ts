@@ -1,45 +1,17 @@
-import { isAppError, ProjectsRpc } from "@fundraise/protocol";
-import {
-  type AppDeps,
-  type Logger,
-  metricLines,
-  openServiceDatabase,
-  type ServiceApp,
-} from "@fundraise/service-kit";
+import { checkIpfs, createKuboIpfs } from "@fundraise/ipfs";
+import { ProjectsRpc } from "@fundraise/protocol";
+import { type AppDeps, type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import type { StorageConfig } from "./config.ts";
 import { createContentService } from "./content/content.service.ts";
-import { createKuboIpfs, type Ipfs } from "./content/ipfs.ts";
 import { Pin } from "./content/pin.entity.ts";
 import { createPinRepository, STORAGE_SCHEMA } from "./content/pin.repository.ts";
 import { createReconciler, type ReconcileRound, type Reconciler } from "./content/reconcile.ts";
 import { migrations } from "./db/migrations/index.ts";
 import { serveStorageRpc } from "./rpc/index.ts";
-import { UploadSession } from "./upload/upload-session.ts";
-
-/**
- * Waits for the IPFS API (up to `waitMs`) and checks its import settings: a node that does not hash
- * `hello world\n` to Kubo's CID would give content hashes the chain does not know, so the service refuses
- * to start on it.
- */
-export async function checkIpfs(ipfs: Ipfs, waitMs: number, log: Logger): Promise<{ version: string }> {
-  const until = Date.now() + waitMs;
-  for (;;) {
-    try {
-      return await ipfs.selfCheck();
-    } catch (error) {
-      const retryable = isAppError(error) && error.retryable;
-      if (!retryable || Date.now() >= until) throw error;
-      log.warn({ err: error }, "IPFS API not reachable yet; retrying");
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-  }
-}
 
 /** The started storage service; `reconcile` runs one orphan reconciliation round now (tests, operators). */
 export interface StorageApp extends ServiceApp {
   reconcile(): Promise<ReconcileRound>;
-  /** Uploads receiving parts on this instance now. */
-  openUploads(): number;
 }
 
 /**
@@ -111,11 +83,7 @@ export async function startStorageApp(
     graceMs: config.reconcile.graceMs,
     log,
   });
-  const uploads = await serveStorageRpc(bus, content, {
-    newSession: () =>
-      new UploadSession({ ipfs, content, limits: config.limits, ipfsTimeoutMs: config.ipfs.timeoutMs }),
-    idleMs: config.uploads.idleMs,
-  });
+  await serveStorageRpc(bus, content);
   const reconciliation = scheduleReconciliation(
     createReconciler({
       pins,
@@ -129,33 +97,9 @@ export async function startStorageApp(
     config.reconcile.intervalMs,
     log,
   );
-  // The timer's rounds are work that does not come over the bus: they stop with the intake. So do open
-  // uploads: once this instance stops consuming, their next parts cannot arrive.
-  const closeIntake = async () => {
-    uploads.close();
-    await reconciliation.stop();
-  };
-  shutdown.add("uploads and reconciliation", closeIntake);
-  log.info({ reconcile: config.reconcile, instance: uploads.instance }, "storage service ready");
-  return {
-    outbox,
-    reconcile: () => reconciliation.now(),
-    openUploads: () => uploads.open,
-    closeIntake,
-    metrics: () =>
-      [
-        metricLines(
-          "storage_uploads_open",
-          "gauge",
-          "Uploads receiving parts on this instance.",
-          uploads.open,
-        ),
-        metricLines(
-          "storage_upload_parts_total",
-          "counter",
-          "Upload parts received by this instance.",
-          uploads.partsReceived,
-        ),
-      ].join("\n"),
-  };
+  // The timer's rounds are work that does not come over the bus: they stop with the intake.
+  const closeIntake = () => reconciliation.stop();
+  shutdown.add("reconciliation", closeIntake);
+  log.info({ reconcile: config.reconcile }, "storage service ready");
+  return { outbox, reconcile: () => reconciliation.now(), closeIntake };
 }

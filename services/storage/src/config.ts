@@ -1,57 +1,6 @@
+import { IpfsEnv, ipfsSections } from "@fundraise/ipfs";
 import { loadEnv, ServiceEnv, serviceSections } from "@fundraise/service-kit";
 import Type from "typebox";
-
-const MiB = 1_048_576;
-
-/** The storage service's own variables. */
-export const IpfsEnv = {
-  IPFS_API_URL: Type.String({
-    default: "http://127.0.0.1:5001",
-    pattern: "^https?://",
-    description: "Kubo RPC API; unset: `pnpm start` starts a local Kubo-RPC-compatible node",
-  }),
-  IPFS_TIMEOUT_MS: Type.Integer({
-    default: 30_000,
-    minimum: 100,
-    maximum: 600_000,
-    description: "deadline of one IPFS add, pin or unpin (504 beyond)",
-  }),
-  IPFS_READ_TIMEOUT_MS: Type.Integer({
-    default: 10_000,
-    minimum: 100,
-    maximum: 600_000,
-    description: "deadline of reading content back from IPFS (504 beyond)",
-  }),
-  IPFS_STARTUP_WAIT_MS: Type.Integer({
-    default: 15_000,
-    minimum: 0,
-    maximum: 600_000,
-    description: "how long the storage service waits for the IPFS API at start-up before it gives up",
-  }),
-  MAX_FILE_BYTES: Type.Integer({
-    default: 10 * MiB,
-    minimum: 1,
-    maximum: 100 * MiB,
-    description: "largest whitepaper in bytes (413 beyond)",
-  }),
-  MAX_IMAGE_BYTES: Type.Integer({
-    default: 5 * MiB,
-    minimum: 1,
-    maximum: 100 * MiB,
-    description: "largest project image in bytes (413 beyond)",
-  }),
-};
-
-/** Uploads streamed in parts (upload/upload-session.ts). */
-export const UploadEnv = {
-  UPLOAD_IDLE_MS: Type.Integer({
-    default: 30_000,
-    minimum: 100,
-    maximum: 600_000,
-    description:
-      "an upload that receives no part for this long is dropped (its sender stopped): its add is cancelled, nothing is pinned",
-  }),
-};
 
 /** The orphan reconciliation (content/reconcile.ts). */
 export const ReconcileEnv = {
@@ -77,7 +26,7 @@ export const ReconcileEnv = {
   }),
 };
 
-export const StorageEnv = { ...ServiceEnv, ...IpfsEnv, ...UploadEnv, ...ReconcileEnv };
+export const StorageEnv = { ...ServiceEnv, ...IpfsEnv, ...ReconcileEnv };
 
 export type StorageConfig = ReturnType<typeof loadConfig>;
 
@@ -85,14 +34,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const e = loadEnv(StorageEnv, env);
   return Object.freeze({
     ...serviceSections(e),
-    ipfs: {
-      url: e.IPFS_API_URL,
-      timeoutMs: e.IPFS_TIMEOUT_MS,
-      readTimeoutMs: e.IPFS_READ_TIMEOUT_MS,
-      startupWaitMs: e.IPFS_STARTUP_WAIT_MS,
-    },
-    limits: { maxFileBytes: e.MAX_FILE_BYTES, maxImageBytes: e.MAX_IMAGE_BYTES },
-    uploads: { idleMs: e.UPLOAD_IDLE_MS },
+    ...ipfsSections(e),
     reconcile: {
       intervalMs: e.RECONCILE_INTERVAL_MS,
       graceMs: e.ORPHAN_GRACE_MS,

@@ -79,7 +79,8 @@ interface RouteOptions<D extends RpcDescriptor, S extends InputSchemas> {
   rpc: D;
   /** The HTTP `data` schema when it differs from the RPC's response. */
   response?: TSchema;
-  data?: (result: ResponseOf<D>) => unknown;
+  /** The HTTP `data` made of the RPC's result (it may read more, e.g. files from IPFS for withHex). */
+  data?: (result: ResponseOf<D>, input: Omit<RouteInput<Caller | null, S>, "caller">) => unknown;
   /** Response headers taken from the RPC's result (what the `data` mapping leaves out of the body). */
   headers?: (result: ResponseOf<D>) => Record<string, string>;
   status?: 200 | 201;
@@ -199,7 +200,7 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
         throw error;
       }
       if (route.headers) reply.headers(route.headers(result));
-      const data = route.data ? route.data(result) : result;
+      const data = route.data ? await route.data(result, input) : result;
       const custom = route.send?.(reply, request, data);
       if (custom) return custom;
       return reply.code(status).send(route.bare ? data : ok(data, message));

@@ -3,7 +3,8 @@ import { PROJECT_STATUSES, ProjectRequest, ProjectsRpc } from "@fundraise/protoc
 import type { FastifyRequest } from "fastify";
 import Type, { type Static } from "typebox";
 import type { Server } from "../server.ts";
-import { contentOf, streamContentUploads, takeContentField } from "../uploads/plugin.ts";
+import { addContentToIpfs, contentOf, takeContentField, type UploadDeps } from "../uploads/plugin.ts";
+import { withFileHex } from "../uploads/with-hex.ts";
 import { registerRpcRoute } from "./define.ts";
 import { IdParams, Int32, NoInput, oneOf, SignedInt32 } from "./params.ts";
 
@@ -16,8 +17,9 @@ const tag = "Project";
 const isIpfsPath = (value: string) => /^\/ipfs\//i.test(value.trim());
 
 /**
- * Project data in. The file and image were decoded from hex at the edge and streamed to storage as the
- * body arrived (uploads/): the write carries the upload, which the projects service finishes.
+ * Project data in. The file and image were decoded from hex at the edge and added to IPFS as the body
+ * arrived (uploads/): the write carries their reference, which the storage service pins once the
+ * projects service accepted the write.
  */
 async function toProjectWrite(body: Static<typeof ProjectRequest>, request: FastifyRequest) {
   if (body.fileHex) takeContentField(request, "fileHex", body.fileHex);
@@ -32,8 +34,18 @@ async function toProjectWrite(body: Static<typeof ProjectRequest>, request: Fast
 }
 
 /** The Project controller (spec "Project controller", behaviour.md §4). */
-export function registerProjectRoutes(app: Server, bus: Bus, uploadBodyLimit: number): void {
+export function registerProjectRoutes(
+  app: Server,
+  bus: Bus,
+  { uploadBodyLimit, ...uploads }: UploadDeps & { uploadBodyLimit: number },
+): void {
   const WithHexQuery = Type.Object({ withHex: Type.Optional(Type.Boolean()) });
+  /** withHex: each project's file, read from IPFS here. */
+  const hexIf = <P extends { fileHash: string; projectID: number }>(
+    projects: P[],
+    withHex: boolean | undefined,
+    request: FastifyRequest,
+  ) => (withHex ? withFileHex(projects, { ...uploads, log: request.log }) : projects);
 
   registerRpcRoute(app, bus, {
     method: "GET",
@@ -43,7 +55,8 @@ export function registerProjectRoutes(app: Server, bus: Bus, uploadBodyLimit: nu
     access: "anonymous",
     input: { querystring: WithHexQuery },
     rpc: ProjectsRpc.list,
-    request: ({ caller, query }) => ({ caller, withHex: query.withHex ?? false }),
+    request: ({ caller }) => ({ caller }),
+    data: (projects, { query, request }) => hexIf(projects, query.withHex, request),
   });
   registerRpcRoute(app, bus, {
     method: "GET",
@@ -65,12 +78,12 @@ export function registerProjectRoutes(app: Server, bus: Bus, uploadBodyLimit: nu
     rpc: ProjectsRpc.delete,
     request: ({ caller, params }) => ({ caller, id: params.id }),
   });
-  // The upload routes read their JSON as it arrives, decoding the hex and streaming it to storage on the
-  // way (uploads/plugin.ts).
+  // The upload routes read their JSON as it arrives, decoding the hex and adding it to IPFS on the way
+  // (uploads/plugin.ts).
   app.register(async (child) => {
-    const uploads = child as unknown as Server;
-    streamContentUploads(uploads, bus);
-    registerRpcRoute(uploads, bus, {
+    const routes = child as unknown as Server;
+    addContentToIpfs(routes, uploads);
+    registerRpcRoute(routes, bus, {
       method: "PUT",
       url: "/Project/Update",
       tag,
@@ -84,7 +97,7 @@ export function registerProjectRoutes(app: Server, bus: Bus, uploadBodyLimit: nu
         project: await toProjectWrite(body, request),
       }),
     });
-    registerRpcRoute(uploads, bus, {
+    registerRpcRoute(routes, bus, {
       method: "POST",
       url: "/Project/Add",
       tag,
@@ -157,7 +170,8 @@ export function registerProjectRoutes(app: Server, bus: Bus, uploadBodyLimit: nu
       access: "signed-in",
       input: { params: Type.Object({ withHex: Type.Optional(Type.Boolean()) }) },
       rpc: ProjectsRpc.listPermissioned,
-      request: ({ caller, params }) => ({ caller, withHex: params.withHex ?? false }),
+      request: ({ caller }) => ({ caller }),
+      data: (projects, { params, request }) => hexIf(projects, params.withHex, request),
     });
   }
   registerRpcRoute(app, bus, {

@@ -1,10 +1,12 @@
-import type { Bus } from "@fundraise/bus";
-import { ErrorCode, errors, StorageUpload } from "@fundraise/protocol";
+import type { ContentLimits, Ipfs } from "@fundraise/ipfs";
+import type { ContentRef } from "@fundraise/protocol";
+import { ErrorCode, errors } from "@fundraise/protocol";
 import type { FastifyRequest } from "fastify";
 import { hexJsonBody } from "../plugins/hex-body.ts";
 import { hexToBytes } from "../routes/params.ts";
 import type { Server } from "../server.ts";
-import { CONTENT_FIELDS, type ContentField, ContentUpload } from "./content-upload.ts";
+import { CONTENT_FIELDS, type ContentField, ContentUpload, PART_BYTES, WINDOW } from "./content-upload.ts";
+import { DirectoryAdd } from "./directory-add.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -13,21 +15,28 @@ declare module "fastify" {
   }
 }
 
+/** What the upload routes need: the node they add to, its deadline, and the content limits. */
+export interface UploadDeps {
+  ipfs: Ipfs;
+  timeoutMs: number;
+  limits: ContentLimits;
+}
+
 /**
- * Makes the routes registered on `app` (an encapsulated context: Add and Update) stream their content to
- * storage while the body arrives (uploads/content-upload.ts), and abort the upload of any request not
- * answered with success (its write refused it, or never ran).
+ * Makes the routes registered on `app` (an encapsulated context: Add and Update) add their content to
+ * IPFS while the body arrives (uploads/content-upload.ts), and cancel the add of any request not answered
+ * with success (its write refused it, or never ran).
  */
-export function streamContentUploads(app: Server, bus: Bus): void {
+export function addContentToIpfs(app: Server, deps: UploadDeps): void {
   app.decorateRequest("upload", null);
-  hexJsonBody(app, Object.keys(CONTENT_FIELDS), (request) => uploadOf(request, bus), StorageUpload.partBytes);
+  hexJsonBody(app, Object.keys(CONTENT_FIELDS), (request) => uploadOf(request, deps), PART_BYTES);
   app.addHook("onResponse", async (request, reply) => {
     if (reply.statusCode >= 400) request.upload?.abort();
   });
 }
 
-function uploadOf(request: FastifyRequest, bus: Bus): ContentUpload {
-  request.upload ??= new ContentUpload(bus, request.id);
+function uploadOf(request: FastifyRequest, deps: UploadDeps): ContentUpload {
+  request.upload ??= new ContentUpload(new DirectoryAdd({ ...deps, window: WINDOW }));
   return request.upload;
 }
 
@@ -35,8 +44,8 @@ const notHex = (field: string) =>
   errors.validation(ErrorCode.VALIDATION_FAILED, `${field} must be a hexadecimal string of whole bytes.`);
 
 /**
- * A content field of the parsed body: streamed while the body arrived, or, a short value the scanner kept
- * as text (`0x…`), decoded and sent now. Anything else is the caller's 400.
+ * A content field of the parsed body: added while the body arrived, or, a short value the scanner kept
+ * as text (`0x…`), decoded and added now. Anything else is the caller's 400.
  */
 export function takeContentField(request: FastifyRequest, field: ContentField, value: string): void {
   const taken = request.hexValues?.take(value);
@@ -44,7 +53,7 @@ export function takeContentField(request: FastifyRequest, field: ContentField, v
   if (!taken) (request.upload as ContentUpload).send(field, hexToBytes(value, field));
 }
 
-/** The request's content, once every part sent is answered (null when the body had none). */
-export function contentOf(request: FastifyRequest) {
+/** The request's content once the node has it all (null when the body had none). */
+export function contentOf(request: FastifyRequest): Promise<ContentRef | null> {
   return request.upload ? request.upload.handOver() : Promise.resolve(null);
 }

@@ -1,6 +1,6 @@
 import {
   type Caller,
-  isAppError,
+  type ContentRef,
   type ProjectStatus,
   ProjectsEvents,
   type ProjectsRpc,
@@ -12,7 +12,7 @@ import { isAccepted, requireLive, requireWriter } from "./project.access.ts";
 import type { Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
-import type { ContentStore, OpContext } from "./project.ports.ts";
+import type { ContentStore, OpContext, StoredContent } from "./project.ports.ts";
 import type { ProjectRepository, ProjectTx } from "./project.repository.ts";
 import { MAX_TOP, parseMarkdown, parseName, parseRating, parseText } from "./project.validation.ts";
 import { findVisible, scopeOf } from "./visibility.ts";
@@ -26,14 +26,12 @@ export interface ProjectServiceDeps {
   reviewQueueMax: number;
   /** Projects one proposer may have waiting for a viewer at once (behaviour.md §8: 5). */
   reviewSharePerProposer: number;
-  /** withHex: files read from the storage service at once. */
-  readConcurrency: number;
   /** The hot lists, answered from memory while the project table is unchanged. */
   hotReads: HotReads;
 }
 
 export interface ProjectService {
-  list(caller: Caller | null, withHex: boolean, ctx: OpContext): Promise<ProjectDtoOut[]>;
+  list(caller: Caller | null): Promise<ProjectDtoOut[]>;
   get(caller: Caller | null, id: number): Promise<ProjectDtoOut>;
   add(caller: Caller, write: ProjectWrite, ctx: OpContext): Promise<ProjectDtoOut>;
   update(caller: Caller, write: ProjectWrite, ctx: OpContext): Promise<ProjectDtoOut>;
@@ -48,18 +46,21 @@ export interface ProjectService {
   /** true: accepted by the caller; false: the proposal is removed with its content (answers null). */
   viewerReply(caller: Caller, id: number, reply: boolean, ctx: OpContext): Promise<ProjectDtoOut | null>;
   updateMarkdown(caller: Caller, id: number, markdown: string): Promise<ProjectDtoOut>;
-  listPermissioned(caller: Caller, withHex: boolean, ctx: OpContext): Promise<ProjectDtoOut[]>;
+  listPermissioned(caller: Caller): Promise<ProjectDtoOut[]>;
   listInvited(caller: Caller): Promise<ProjectDtoOut[]>;
 }
+
+/** The content with its whitepaper, or null: a body that brought an image alone. */
+const withFile = (ref: ContentRef): StoredContent | null =>
+  ref.fileBytes === null ? null : { ...ref, fileBytes: ref.fileBytes };
 
 const isReviewer = (caller: Caller) => caller.role === "Viewer" || caller.role === "Admin";
 
 /**
- * The rules of behaviour.md §4 (no SQL, no bus). Content goes to the storage service first and the row
- * is written after. A write's content arrives streamed to a storage instance but not finished: a write
- * refused before its upload is finished leaves nothing pinned (the gateway aborts the upload, or it
- * expires). A failure after the upload removes the content again, unless a project holds the same
- * content (the same bytes uploaded twice are one pin). Content of a deleted project, or a file
+ * The rules of behaviour.md §4 (no SQL, no bus). A write's content arrives as a reference: the gateway
+ * added it to IPFS unpinned. The storage service pins it once the write passed its checks, and the row is
+ * written after: a write refused before leaves nothing pinned. A failure after the pin removes the
+ * content again, unless a project holds the same content (the same bytes uploaded twice are one pin). Content of a deleted project, or a file
  * replaced by Update, is removed after the commit; a removal that fails leaves an orphan pin (logged) for
  * the storage service's reconciliation, never a project without its content.
  */
@@ -99,34 +100,6 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
     return fileHash;
   }
 
-  async function hexOf(project: Project, ctx: OpContext): Promise<string | undefined> {
-    try {
-      return Buffer.from(await content.read(project.fileHash, ctx)).toString("hex");
-    } catch (error) {
-      // One lost file does not hide the list; a storage service that is down or slow does fail it.
-      if (isAppError(error) && error.kind === "not_found") {
-        ctx.log.warn({ projectId: project.id, fileHash: project.fileHash }, "project content not found");
-        return undefined;
-      }
-      throw error;
-    }
-  }
-
-  async function toDtos(list: Project[], withHex: boolean, ctx: OpContext): Promise<ProjectDtoOut[]> {
-    if (!withHex) return list.map((p) => toProjectDto(p));
-    const out: ProjectDtoOut[] = new Array(list.length);
-    let next = 0;
-    const worker = async () => {
-      while (next < list.length) {
-        const i = next++;
-        const project = list[i] as Project;
-        out[i] = toProjectDto(project, await hexOf(project, ctx));
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(deps.readConcurrency, list.length) }, worker));
-    return out;
-  }
-
   /** A write by an accepted member: 404 when the caller cannot see the project, then 403 (Blacklist, not a member). */
   async function requireMember(caller: Caller, id: number) {
     const seen = await findVisible(projects, caller, id);
@@ -136,10 +109,11 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
   }
 
   return {
-    async list(caller, withHex, ctx) {
+    async list(caller) {
       const scope = scopeOf(caller);
-      const load = async () => toDtos(await projects.list(scope, { order: "id" }), withHex, ctx);
-      return withHex ? load() : hotReads.read(scope, "list", load);
+      return hotReads.read(scope, "list", async () =>
+        (await projects.list(scope, { order: "id" })).map((p) => toProjectDto(p)),
+      );
     },
 
     async get(caller, id) {
@@ -152,11 +126,12 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       const markdown = parseMarkdown(write.markDown ?? "");
       const description =
         write.projectDescription === null ? null : parseText("/projectDescription", write.projectDescription);
-      if (!write.content?.file) throw ProjectErrors.invalid("/fileHex", "is required");
+      const added = write.content && withFile(write.content);
+      if (!added) throw ProjectErrors.invalid("/fileHex", "is required");
       // Cheap refusals before the upload; the transaction checks again under the queue's lock.
       if (await projects.nameTaken(name)) throw ProjectErrors.nameTaken();
       await requireQueueRoom(projects, caller.address);
-      const uploaded = await content.store(write.content, "project:add", ctx);
+      const uploaded = await content.store(added, "project:add", ctx);
       try {
         return await projects.transaction(async (t) => {
           await t.lockReviewQueue();
@@ -203,13 +178,14 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       const markdown = write.markDown === null ? undefined : parseMarkdown(write.markDown);
       const description =
         write.projectDescription === null ? null : parseText("/projectDescription", write.projectDescription);
-      if (write.content && !write.content.file) {
+      const added = write.content && withFile(write.content);
+      if (added === null && write.content) {
         throw ProjectErrors.invalid("/imageUrl", "an image changes only with the file: send fileHex too");
       }
       if (await projects.nameTaken(name, id)) throw ProjectErrors.nameTaken();
-      if (write.content && project.isAuctionCreated)
+      if (added && project.isAuctionCreated)
         throw ProjectErrors.auctionExists("its file can no longer change");
-      const uploaded = write.content ? await content.store(write.content, `project:${id}:update`, ctx) : null;
+      const uploaded = added ? await content.store(added, `project:${id}:update`, ctx) : null;
       try {
         const { dto, replaced } = await projects.transaction(async (t) => {
           // A new file joins the review queue: counted under its lock, taken before the project's as Add does.
@@ -355,8 +331,8 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       });
     },
 
-    async listPermissioned(caller, withHex, ctx) {
-      return toDtos(await projects.projectsOfUser(caller.userId, true), withHex, ctx);
+    async listPermissioned(caller) {
+      return (await projects.projectsOfUser(caller.userId, true)).map((p) => toProjectDto(p));
     },
 
     async listInvited(caller) {

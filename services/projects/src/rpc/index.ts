@@ -13,7 +13,7 @@ export async function serveProjectsRpc(
   chain: ChainSync,
   fences: UserFenceService,
 ): Promise<void> {
-  await bus.serve(ProjectsRpc.list, ({ caller, withHex }, ctx) => p.list(caller, withHex, ctx));
+  await bus.serve(ProjectsRpc.list, ({ caller }) => p.list(caller));
   await bus.serve(ProjectsRpc.get, ({ caller, id }) => p.get(caller, id));
   await bus.serve(ProjectsRpc.add, ({ caller, project }, ctx) => p.add(caller, project, ctx));
   await bus.serve(ProjectsRpc.update, ({ caller, project }, ctx) => p.update(caller, project, ctx));
@@ -34,9 +34,7 @@ export async function serveProjectsRpc(
   await bus.serve(ProjectsRpc.updateMarkdown, ({ caller, id, markDown }) =>
     p.updateMarkdown(caller, id, markDown),
   );
-  await bus.serve(ProjectsRpc.listPermissioned, ({ caller, withHex }, ctx) =>
-    p.listPermissioned(caller, withHex, ctx),
-  );
+  await bus.serve(ProjectsRpc.listPermissioned, ({ caller }) => p.listPermissioned(caller));
   await bus.serve(ProjectsRpc.listInvited, ({ caller }) => p.listInvited(caller));
   await bus.serve(ProjectsRpc.syncStatus, ({ caller, id }, ctx) => chain.syncStatus(caller, id, ctx));
   await bus.serve(ProjectsRpc.syncAuction, ({ caller, id }, ctx) => chain.syncAuction(caller, id, ctx));

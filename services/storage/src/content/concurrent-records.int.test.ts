@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { fileHashOf, KUBO_ADD_OPTIONS } from "@fundraise/ipfs";
 import { kuboDirectoryCidOf } from "@fundraise/ipfs-node";
 import { ProjectsRpc, StorageEvents } from "@fundraise/protocol";
 import { create } from "kubo-rpc-client";
@@ -12,8 +13,6 @@ import {
   startHarness,
   storeContent,
 } from "../test/harness.ts";
-import { fileHashOf } from "./file-hash.ts";
-import { KUBO_ADD_OPTIONS } from "./ipfs.ts";
 import { ADOPTED_REASON } from "./reconcile.ts";
 
 // The same bytes recorded by several writers at once: uploads of one file (six Adds of the same
@@ -96,7 +95,7 @@ describe("uploads of the same new bytes at once", () => {
       const image = randomBytes(200);
       const results = await Promise.allSettled(
         Array.from({ length: AT_ONCE }, (_, i) =>
-          storeContent(h.client, { file, image, reason: `project:add ${round}.${i}` }),
+          storeContent(h, { file, image, reason: `project:add ${round}.${i}` }),
         ),
       );
       const expected = await kuboDirectoryCidOf({ whitepaper: file, image });
@@ -123,7 +122,7 @@ describe("uploads of the same new bytes at once", () => {
     const cid = (await kuboDirectoryCidOf({ whitepaper: file })).toString();
     const other = await uncommittedLiveRow(cid, "the other upload");
     try {
-      const upload = storeContent(h.client, { file, image: null, reason: "this upload" });
+      const upload = storeContent(h, { file, image: null, reason: "this upload" });
       upload.catch(() => undefined); // awaited below, once the other writer has committed
       await oneWaitsForALock();
       await other.commit();
@@ -150,6 +149,7 @@ describe.skipIf(REAL_KUBO_URL !== undefined)("an adoption and an upload of the s
     let cid = "";
     for await (const entry of node.addAll([{ path: "whitepaper", content: whitepaper }], {
       ...KUBO_ADD_OPTIONS,
+      pin: true,
       wrapWithDirectory: true,
     })) {
       if (entry.path === "") cid = entry.cid.toString();

@@ -1,9 +1,8 @@
 import type { TraceContext } from "@fundraise/bus";
+import { ContentErrors, type ContentLimits, fileHashOf, type Ipfs } from "@fundraise/ipfs";
 import { StorageEvents } from "@fundraise/protocol";
 import { isUniqueViolation, type Logger } from "@fundraise/service-kit";
 import { CID } from "multiformats/cid";
-import { cidOfFileHash, fileHashOf } from "./file-hash.ts";
-import type { Ipfs } from "./ipfs.ts";
 import type { PinRepository } from "./pin.repository.ts";
 
 /** The partial unique index that keeps one live row per fileHash (migration `storage`). */
@@ -15,22 +14,22 @@ export interface Uploaded {
   imagePath: string | null;
 }
 
-/** Content an upload's add just put on the node, pinned: the directory and its entries' sizes. */
+/** Content the gateway added to the node, not pinned: the directory and its entries' sizes. */
 export interface Added {
-  cid: CID;
+  cid: string;
   fileBytes: number;
   imageBytes: number | null;
 }
 
 export interface ContentService {
   /**
-   * Records content an upload's add just pinned (upload/upload-session.ts): its live row and `pinned`
-   * event, or, for bytes recorded before, their live row made young again. Uploads of the same new bytes
-   * at once converge: the one whose insert meets another's live row records again and takes that row. A
-   * failed record takes the pin back, unless the content has a live row or the inventory cannot be read
-   * (never unpin when unsure).
+   * Pins content the gateway added (a directory with a `whitepaper` entry, within the limits) and records
+   * it: its live row and `pinned` event, or, for bytes recorded before, their live row made young again.
+   * Pins of the same new bytes at once converge: the one whose insert meets another's live row records
+   * again and takes that row. A failed record takes the pin back, unless the content has a live row or the
+   * inventory cannot be read (never unpin when unsure).
    */
-  record(added: Added, reason: string, ctx: TraceContext): Promise<Uploaded>;
+  pin(added: Added, reason: string, ctx: TraceContext): Promise<Uploaded>;
   /**
    * Unpins and records; true when it was pinned. Content uploaded again within the grace period (the
    * same bytes, by an Add that may not have committed yet) stays: false, and the reconciliation removes
@@ -50,14 +49,14 @@ export interface ContentService {
    * it, before or while this looked).
    */
   adopt(cid: string, reason: string, ctx: TraceContext): Promise<boolean>;
-  read(fileHash: string): Promise<Uint8Array>;
 }
 
 /**
  * The rules of the storage service (no SQL, no HTTP): what goes on IPFS, how it is named, and that the
- * inventory and the node agree. An upload pins first (its add) and records after; a failed record unpins
- * again, so no content stays pinned without its row. Remove unpins and records in one transaction (an unpin that
- * finds nothing pinned counts as done, so a retry after a failed commit is safe).
+ * inventory and the node agree. The gateway adds content unpinned; a pin pins first and records after;
+ * a failed record unpins again, so no content stays pinned without its row. Remove unpins and records in
+ * one transaction (an unpin that finds nothing pinned counts as done, so a retry after a failed commit is
+ * safe).
  *
  * An upload and a removal of the same bytes meet on the live row's lock. The upload that finds the live
  * row marks it uploaded now (`lastUploadedAt`), so a reconciliation that locks it afterwards sees young
@@ -72,7 +71,7 @@ export interface ContentService {
 export function createContentService(deps: {
   ipfs: Ipfs;
   pins: PinRepository;
-  limits: { maxFileBytes: number; maxImageBytes: number };
+  limits: ContentLimits;
   /** How long an upload may belong to an Add or Update that has not committed (ORPHAN_GRACE_MS). */
   graceMs: number;
   log: Logger;
@@ -102,14 +101,25 @@ export function createContentService(deps: {
   }
 
   return {
-    async record({ cid: added, fileBytes, imageBytes }, reason, ctx) {
-      const cid = added.toString();
+    async pin({ cid, fileBytes, imageBytes }, reason, ctx) {
+      if (fileBytes > limits.maxFileBytes) throw ContentErrors.tooLarge("file", limits.maxFileBytes);
+      if (imageBytes !== null && imageBytes > limits.maxImageBytes) {
+        throw ContentErrors.tooLarge("image", limits.maxImageBytes);
+      }
+      const added = CID.parse(cid);
       const fileHash = fileHashOf(cid);
+      // Pinned before it is recorded, so a row never names content the node may drop; only a project's
+      // layout is pinned for good.
+      await ipfs.pin(added);
+      if (!(await ipfs.isProjectContent(added))) {
+        await ipfs.unpin(added).catch(() => undefined);
+        throw ContentErrors.notProjectContent(cid);
+      }
       const uploaded = { fileHash, cid, imagePath: imageBytes === null ? null : `/ipfs/${cid}/image` };
       const recordOnce = () =>
         pins.transaction(async (tx) => {
           const live = await tx.lockLive(fileHash);
-          // Content recorded before: a removal that held the lock since the add may have unpinned it (and
+          // Content recorded before: a removal that held the lock since the pin may have unpinned it (and
           // failed its commit, or recorded it). Pinned again under the lock, it stays pinned.
           if (live || (await tx.everRecorded(fileHash))) await ipfs.pin(added);
           if (live) {
@@ -171,10 +181,6 @@ export function createContentService(deps: {
         );
         return false;
       }
-    },
-
-    async read(fileHash) {
-      return ipfs.cat(`/ipfs/${cidOfFileHash(fileHash)}/whitepaper`, limits.maxFileBytes);
     },
   };
 }

@@ -28,7 +28,7 @@ beforeAll(async () => {
 afterAll(async () => h?.stop());
 
 const upload = (file: Uint8Array = randomBytes(500)) =>
-  storeContent(h.client, { file, image: null, reason: "project:add" });
+  storeContent(h, { file, image: null, reason: "project:add" });
 const liveRow = async (fileHash: string) =>
   (await pinRows(h.sql)).find((r) => r.file_hash === fileHash && r.unpinned_at === null);
 

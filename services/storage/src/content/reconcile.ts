@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { fileHashOf, type Ipfs } from "@fundraise/ipfs";
 import { isAppError } from "@fundraise/protocol";
 import type { Logger } from "@fundraise/service-kit";
 import { CID } from "multiformats/cid";
 import type { ContentService } from "./content.service.ts";
-import { fileHashOf } from "./file-hash.ts";
-import type { Ipfs } from "./ipfs.ts";
 import type { PinRepository } from "./pin.repository.ts";
 
 /** The unpin reason of content the reconciliation removes. */

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { fileHashOf, KUBO_ADD_OPTIONS } from "@fundraise/ipfs";
 import { ProjectsRpc, StorageEvents } from "@fundraise/protocol";
 import { create } from "kubo-rpc-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,8 +12,6 @@ import {
   startHarness,
   storeContent,
 } from "../test/harness.ts";
-import { fileHashOf } from "./file-hash.ts";
-import { KUBO_ADD_OPTIONS } from "./ipfs.ts";
 import { ADOPTED_REASON, ORPHAN_REASON } from "./reconcile.ts";
 
 // Content the node pins with no inventory row at all (an upload whose record failed while the database
@@ -32,7 +31,7 @@ afterAll(async () => h?.stop());
 async function pinOnNodeOnly(files: { path: string; content: Uint8Array }[], wrap = true): Promise<string> {
   const node = create({ url: h.ipfsUrl });
   let root = "";
-  for await (const entry of node.addAll(files, { ...KUBO_ADD_OPTIONS, wrapWithDirectory: wrap })) {
+  for await (const entry of node.addAll(files, { ...KUBO_ADD_OPTIONS, pin: true, wrapWithDirectory: wrap })) {
     if (entry.path === "" || !wrap) root = entry.cid.toString();
   }
   return root;
@@ -77,7 +76,7 @@ describe("content pinned without any inventory row", () => {
     const cid = await pinOnNodeOnly([{ path: "whitepaper", content: whitepaper }]);
     expect(await h.app.reconcile()).toMatchObject({ adopted: 0 });
     // The upload the pin belonged to records it after all (the same bytes: the same directory).
-    const uploaded = await storeContent(h.client, {
+    const uploaded = await storeContent(h, {
       file: whitepaper,
       image: null,
       reason: "project:add",

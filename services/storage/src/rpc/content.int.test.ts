@@ -1,12 +1,14 @@
 import { randomBytes } from "node:crypto";
+import { fileHashOf, KUBO_ADD_OPTIONS } from "@fundraise/ipfs";
 import { kuboDirectoryCidOf } from "@fundraise/ipfs-node";
 import { ErrorCode, StorageErrorCode, StorageEvents, StorageRpc } from "@fundraise/protocol";
 import { create } from "kubo-rpc-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fileHashOf } from "../content/file-hash.ts";
 import {
+  addContent,
   expectAppError,
   type Harness,
+  nodePins,
   outboxPayloads,
   pinRows,
   REAL_KUBO_URL,
@@ -31,11 +33,11 @@ describe(`storage.content.* over RabbitMQ, on ${where}`, () => {
   });
   afterAll(async () => h?.stop());
 
-  it("uploads a whitepaper and an image as one directory: Kubo's CID, recorded, announced", async () => {
+  it("pins a whitepaper and an image the gateway added as one directory: recorded, announced", async () => {
     const file = randomBytes(600_000);
     const image = randomBytes(70_000);
     const started = performance.now();
-    const answer = await storeContent(h.client, { file, image, reason: "project:add" });
+    const answer = await storeContent(h, { file, image, reason: "project:add" });
     const ms = performance.now() - started;
     const expected = await kuboDirectoryCidOf({ whitepaper: file, image });
     expect(answer).toEqual({
@@ -58,21 +60,21 @@ describe(`storage.content.* over RabbitMQ, on ${where}`, () => {
     await receivedEvent(h, StorageEvents.pinned, { fileHash: answer.fileHash, cid: answer.cid });
   });
 
-  it("without an image the directory holds only `whitepaper`; read gives the bytes back as bytes", async () => {
+  it("without an image the directory holds only `whitepaper`; the node pins it recursively", async () => {
     const file = randomBytes(300_000);
-    const answer = await storeContent(h.client, { file, image: null, reason: "project:add" });
+    const added = await addContent(h.ipfsUrl, { file, image: null });
+    expect(await nodePins(h.ipfsUrl, added!.cid)).toBe(false);
+    const answer = await h.client.call(StorageRpc.pin, { ...added!, fileBytes: file.length, reason: "add" });
     const expected = await kuboDirectoryCidOf({ whitepaper: file });
     expect(answer.cid).toBe(expected.toString());
     expect(answer.imagePath).toBeNull();
-    const read = await h.client.call(StorageRpc.read, { fileHash: answer.fileHash });
-    expect(read).toBeInstanceOf(Uint8Array);
-    expect(Buffer.compare(Buffer.from(read), file)).toBe(0);
+    expect(await nodePins(h.ipfsUrl, answer.cid)).toBe(true);
   });
 
   it("the same bytes twice: the same fileHash and one live row, one event", async () => {
     const file = randomBytes(1000);
-    const first = await storeContent(h.client, { file, image: null, reason: "a" });
-    const second = await storeContent(h.client, { file, image: null, reason: "b" });
+    const first = await storeContent(h, { file, image: null, reason: "a" });
+    const second = await storeContent(h, { file, image: null, reason: "b" });
     expect(second).toEqual(first);
     expect((await pinRows(h.sql)).filter((r) => r.file_hash === first.fileHash)).toHaveLength(1);
     const pinned = await outboxPayloads(h.sql, StorageEvents.pinned);
@@ -81,7 +83,7 @@ describe(`storage.content.* over RabbitMQ, on ${where}`, () => {
 
   it("remove unpins on the node and records it; a second remove answers false", async () => {
     const file = randomBytes(2000);
-    const { fileHash, cid } = await storeContent(h.client, { file, image: null, reason: "r" });
+    const { fileHash, cid } = await storeContent(h, { file, image: null, reason: "r" });
     const ipfs = create({ url: h.ipfsUrl });
     const pinned = async () => {
       const all: string[] = [];
@@ -97,61 +99,75 @@ describe(`storage.content.* over RabbitMQ, on ${where}`, () => {
     await receivedEvent(h, StorageEvents.unpinned, { fileHash, cid });
     expect(await h.client.call(StorageRpc.remove, { fileHash })).toBe(false);
     // Uploading it again pins it again, as a new row.
-    await storeContent(h.client, { file, image: null, reason: "again" });
+    await storeContent(h, { file, image: null, reason: "again" });
     expect(
       (await pinRows(h.sql)).filter((r) => r.file_hash === fileHash && r.unpinned_at === null),
     ).toHaveLength(1);
   });
 
   it.skipIf(REAL_KUBO_URL !== undefined)(
-    "reading content the node does not have fails fast with 404",
+    "pinning content the node does not have fails fast with 404, and records nothing",
     async () => {
+      const unknown = await kuboDirectoryCidOf({ whitepaper: randomBytes(64) });
       const started = performance.now();
       await expectAppError(
-        h.client.call(StorageRpc.read, { fileHash: randomBytes(32).toString("hex").toUpperCase() }),
+        h.client.call(StorageRpc.pin, {
+          cid: unknown.toString(),
+          fileBytes: 64,
+          imageBytes: null,
+          reason: "x",
+        }),
         "not_found",
         StorageErrorCode.CONTENT_NOT_FOUND,
       );
       expect(performance.now() - started).toBeLessThan(1000);
+      expect((await pinRows(h.sql)).filter((r) => r.cid === unknown.toString())).toEqual([]);
     },
   );
 
-  it("refuses bad input: empty file 400, too large 413, a lower-case or short fileHash 400", async () => {
+  it("refuses what is not a project's content (400, left unpinned), sizes over the limits (413), bad ids (400)", async () => {
+    // A file on its own, not a directory with a whitepaper: a CID the gateway never makes.
+    const ipfs = create({ url: h.ipfsUrl });
+    const { cid: bare } = await ipfs.add(randomBytes(100), { ...KUBO_ADD_OPTIONS, pin: false });
     await expectAppError(
-      storeContent(h.client, { file: new Uint8Array(0), image: null, reason: "x" }),
-      "validation",
-      StorageErrorCode.CONTENT_EMPTY,
-    );
-    await expectAppError(
-      storeContent(h.client, { file: new Uint8Array(1), image: new Uint8Array(0), reason: "x" }),
-      "validation",
-      StorageErrorCode.CONTENT_EMPTY,
-    );
-    await expectAppError(
-      storeContent(h.client, { file: new Uint8Array(MAX_FILE + 1), image: null, reason: "x" }),
-      "payload_too_large",
-      ErrorCode.PAYLOAD_TOO_LARGE,
-    );
-    await expectAppError(
-      storeContent(h.client, {
-        file: new Uint8Array(1),
-        image: new Uint8Array(MAX_IMAGE + 1),
-        reason: "x",
-      }),
-      "payload_too_large",
-      ErrorCode.PAYLOAD_TOO_LARGE,
-    );
-    await expectAppError(
-      h.client.call(StorageRpc.read, { fileHash: "ab".repeat(32) }),
+      h.client.call(StorageRpc.pin, { cid: bare.toString(), fileBytes: 100, imageBytes: null, reason: "x" }),
       "validation",
       ErrorCode.VALIDATION_FAILED,
     );
+    expect(await nodePins(h.ipfsUrl, bare.toString())).toBe(false);
+    const added = (await addContent(h.ipfsUrl, { file: randomBytes(10), image: null }))!;
+    await expectAppError(
+      h.client.call(StorageRpc.pin, { ...added, fileBytes: MAX_FILE + 1, reason: "x" }),
+      "payload_too_large",
+      ErrorCode.PAYLOAD_TOO_LARGE,
+    );
+    await expectAppError(
+      h.client.call(StorageRpc.pin, { ...added, fileBytes: 10, imageBytes: MAX_IMAGE + 1, reason: "x" }),
+      "payload_too_large",
+      ErrorCode.PAYLOAD_TOO_LARGE,
+    );
+    expect(await nodePins(h.ipfsUrl, added.cid)).toBe(false);
+    for (const bad of [
+      { ...added, fileBytes: 0 },
+      { ...added, cid: "QmNotACid" },
+      { ...added, fileBytes: null },
+    ]) {
+      await expectAppError(
+        h.client.call(StorageRpc.pin, { ...bad, reason: "x" } as never),
+        "validation",
+        ErrorCode.VALIDATION_FAILED,
+      );
+    }
     await expectAppError(
       h.client.call(StorageRpc.remove, { fileHash: "AB" }),
       "validation",
       ErrorCode.VALIDATION_FAILED,
     );
-    const sizes = (await pinRows(h.sql)).length;
-    expect(sizes).toBeGreaterThan(0);
+    await expectAppError(
+      h.client.call(StorageRpc.remove, { fileHash: "ab".repeat(32) }),
+      "validation",
+      ErrorCode.VALIDATION_FAILED,
+    );
+    expect((await pinRows(h.sql)).filter((r) => r.cid === added.cid)).toEqual([]);
   });
 });

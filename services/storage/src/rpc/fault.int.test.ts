@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { ErrorCode, StorageEvents, StorageRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  addContent,
   expectAppError,
   type Harness,
   outboxPayloads,
@@ -19,21 +20,17 @@ describe.skipIf(REAL_KUBO_URL !== undefined)("storage with IPFS stopped mid-run"
   });
   afterAll(async () => h?.stop());
 
-  it("upload, read and remove answer 503 and nothing is recorded", async () => {
-    const kept = await storeContent(h.client, {
+  it("pin and remove answer 503 and nothing is recorded", async () => {
+    const kept = await storeContent(h, {
       file: randomBytes(100),
       image: null,
       reason: "before",
     });
+    const added = await addContent(h.ipfsUrl, { file: randomBytes(5000), image: null });
     await h.node!.stop();
     const started = performance.now();
     await expectAppError(
-      storeContent(h.client, { file: randomBytes(5000), image: null, reason: "during" }),
-      "unavailable",
-      ErrorCode.IPFS_UNAVAILABLE,
-    );
-    await expectAppError(
-      h.client.call(StorageRpc.read, { fileHash: kept.fileHash }),
+      h.client.call(StorageRpc.pin, { ...added!, fileBytes: 5000, reason: "during" }),
       "unavailable",
       ErrorCode.IPFS_UNAVAILABLE,
     );

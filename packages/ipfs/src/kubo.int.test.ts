@@ -3,9 +3,8 @@ import type { AddressInfo } from "node:net";
 import { ErrorCode, StorageErrorCode } from "@fundraise/protocol";
 import { silentLogger } from "@fundraise/service-kit";
 import { afterEach, describe, expect, it } from "vitest";
-import { checkIpfs } from "../app.ts";
-import { expectAppError } from "../test/harness.ts";
-import { createKuboIpfs } from "./ipfs.ts";
+import { expectAppError } from "@fundraise/service-kit/testing";
+import { checkIpfs, createKuboIpfs } from "./kubo.ts";
 
 /** Fake HTTP servers standing in for a misbehaving Kubo: silent, or with other import settings. */
 const servers: Server[] = [];

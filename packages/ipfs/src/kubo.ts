@@ -1,11 +1,13 @@
 import { isAppError } from "@fundraise/protocol";
 import { create } from "kubo-rpc-client";
 import type { CID } from "multiformats/cid";
-import { StorageErrors } from "./content.errors.ts";
+import type { IpfsSettings } from "./config.ts";
+import { ContentErrors } from "./errors.ts";
 
 /**
  * Kubo's default `ipfs add`, passed explicitly on every add (architecture.md, "Storage and IPFS"): a node
- * with other `Import.*` settings still gives the CIDs the chain and the original system know.
+ * with other `Import.*` settings still gives the CIDs the chain and the original system know. Without
+ * the pin: only the storage service pins (ADR "Upload bytes never cross the broker").
  */
 export const KUBO_ADD_OPTIONS = {
   cidVersion: 0,
@@ -13,7 +15,6 @@ export const KUBO_ADD_OPTIONS = {
   chunker: "size-262144",
   hashAlg: "sha2-256",
   trickle: false,
-  pin: true,
 } as const;
 
 /** The files of a directory add, each with its bytes whole or as they arrive. */
@@ -24,14 +25,17 @@ export type AddSource =
 /** `hello world\n` under Kubo's defaults: the start-up check. */
 export const SELF_CHECK = { content: "hello world\n", cid: "QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o" };
 
-/** What the storage service needs of IPFS. One implementation: a Kubo RPC API through kubo-rpc-client. */
+/**
+ * What the gateway (add, cat) and the storage service (pin, unpin, inventory) need of IPFS. One
+ * implementation: a Kubo RPC API through kubo-rpc-client.
+ */
 export interface Ipfs {
   /**
-   * Adds the files as one directory (`ipfs add --wrap-with-directory`), pinned; answers its CID. Files
-   * and their content may arrive as they come (async iterables): the node imports them as they do. With a
-   * `signal`, that bounds the add instead of the IPFS timeout.
+   * Adds the files as one directory (`ipfs add --wrap-with-directory`), not pinned unless `pin`; answers
+   * its CID. Files and their content may arrive as they come (async iterables): the node imports them as
+   * they do. With a `signal`, that bounds the add instead of the IPFS timeout.
    */
-  addDirectory(files: AddSource, options?: { signal?: AbortSignal }): Promise<CID>;
+  addDirectory(files: AddSource, options?: { signal?: AbortSignal; pin?: boolean }): Promise<CID>;
   /** Hashes `hello world\n` without storing it and fails unless it is Kubo's CID. */
   selfCheck(): Promise<{ version: string }>;
   /** The bytes at `/ipfs/<path>`; a block the node cannot find fails fast (404), a slow node is 504. */
@@ -51,16 +55,16 @@ export function translateIpfsError(error: unknown): Error {
   if (isAppError(error)) return error;
   const name = (error as { name?: string } | null)?.name;
   const message = error instanceof Error ? error.message : String(error);
-  if (name === "TimeoutError" || name === "AbortError") return StorageErrors.timeout(error);
+  if (name === "TimeoutError" || name === "AbortError") return ContentErrors.timeout(error);
   if (name === "HTTPError") {
-    if (/not found|could not find|no link named/i.test(message)) return StorageErrors.notFound(error);
-    return StorageErrors.unavailable(error);
+    if (/not found|could not find|no link named/i.test(message)) return ContentErrors.notFound(error);
+    return ContentErrors.unavailable(error);
   }
   // Connection refused or reset, DNS: fetch's TypeError and friends.
-  return StorageErrors.unavailable(error);
+  return ContentErrors.unavailable(error);
 }
 
-export function createKuboIpfs(options: { url: string; timeoutMs: number; readTimeoutMs: number }): Ipfs {
+export function createKuboIpfs(options: Pick<IpfsSettings, "url" | "timeoutMs" | "readTimeoutMs">): Ipfs {
   // kubo-rpc-client 7.1.0 ignores its own `timeout` option: every call gets an AbortSignal instead.
   const client = create({ url: options.url });
   const deadline = (ms: number) => ({ signal: AbortSignal.timeout(ms) });
@@ -81,12 +85,13 @@ export function createKuboIpfs(options: { url: string; timeoutMs: number; readTi
         })();
         for await (const entry of client.addAll(source, {
           ...KUBO_ADD_OPTIONS,
+          pin: add.pin ?? false,
           wrapWithDirectory: true,
           ...(add.signal ? { signal: add.signal } : deadline(options.timeoutMs)),
         })) {
           if (entry.path === "") root = entry.cid;
         }
-        if (root === undefined) throw StorageErrors.unavailable(new Error("add answered no directory"));
+        if (root === undefined) throw ContentErrors.unavailable(new Error("add answered no directory"));
         return root;
       }),
 
@@ -95,6 +100,7 @@ export function createKuboIpfs(options: { url: string; timeoutMs: number; readTi
         const { version } = await client.version(deadline(options.timeoutMs));
         const { cid } = await client.add(new TextEncoder().encode(SELF_CHECK.content), {
           ...KUBO_ADD_OPTIONS,
+          pin: false,
           onlyHash: true,
           ...deadline(options.timeoutMs),
         });
@@ -116,7 +122,7 @@ export function createKuboIpfs(options: { url: string; timeoutMs: number; readTi
         let size = 0;
         for await (const chunk of client.cat(path, deadline(options.readTimeoutMs))) {
           size += chunk.byteLength;
-          if (size > maxBytes) throw StorageErrors.unavailable(new Error(`content over ${maxBytes} bytes`));
+          if (size > maxBytes) throw ContentErrors.unavailable(new Error(`content over ${maxBytes} bytes`));
           chunks.push(chunk);
         }
         return Buffer.concat(chunks, size);
@@ -163,4 +169,27 @@ export function createKuboIpfs(options: { url: string; timeoutMs: number; readTi
         }
       }),
   };
+}
+
+/**
+ * Waits for the IPFS API (up to `startupWaitMs`) and checks its import settings: a node that does not hash
+ * `hello world\n` to Kubo's CID would give content hashes the chain does not know, so a service refuses
+ * to start on it.
+ */
+export async function checkIpfs(
+  ipfs: Ipfs,
+  waitMs: number,
+  log: { warn(obj: object, msg: string): void },
+): Promise<{ version: string }> {
+  const until = Date.now() + waitMs;
+  for (;;) {
+    try {
+      return await ipfs.selfCheck();
+    } catch (error) {
+      const retryable = isAppError(error) && error.retryable;
+      if (!retryable || Date.now() >= until) throw error;
+      log.warn({ err: error }, "IPFS API not reachable yet; retrying");
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
 }
