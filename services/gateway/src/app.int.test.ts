@@ -1,7 +1,7 @@
 import {
   AuthRpc,
   ChainRpc,
-  type ContentStream,
+  type ContentRef,
   ErrorCode,
   errors,
   ProjectsRpc,
@@ -86,7 +86,7 @@ describe("wire format", () => {
     expect(seen.invite).toEqual({ projectID: 5, username: "bob", role: "Co-Owner" });
   });
 
-  it("decodes the project file from hex at the edge, streams it to storage, and maps a conflict to 409", async () => {
+  it("decodes the project file from hex at the edge, adds it to IPFS unpinned, and maps a conflict to 409", async () => {
     const token = await h.signer.sign({ userId: 3, role: "Base" });
     const res = await h.app.inject({
       method: "POST",
@@ -97,10 +97,11 @@ describe("wire format", () => {
     expect(res.statusCode).toBe(409);
     expect(res.headers["x-error-code"]).toBe("PROJECT_NAME_TAKEN");
     expect(res.json()).toEqual({ data: null, success: false, message: "A project with this name exists." });
-    const { content } = seen.add as { content: ContentStream };
-    expect(h.uploads.of(content)?.entries.whitepaper?.toString()).toBe("hello");
-    // The write was refused: its upload is dropped, nothing of it stays.
-    await expect.poll(() => h.uploads.of(content)?.outcome).toBe("aborted");
+    const { content } = seen.add as { content: ContentRef };
+    expect(content).toMatchObject({ fileBytes: 5, imageBytes: null });
+    expect(await h.ipfs.hexOf(content)).toEqual({ whitepaper: "68656c6c6f" });
+    // The write was refused: nothing pins its content (only storage pins, for an accepted write).
+    expect(await h.ipfs.pinned(content.cid)).toBe(false);
   });
 });
 

@@ -1,8 +1,8 @@
 import type { Bus } from "@fundraise/bus";
 import { createInMemoryBus } from "@fundraise/bus/testing";
+import { createKuboIpfs } from "@fundraise/ipfs";
 import { AuthRpc, UsersRpc } from "@fundraise/protocol";
 import { silentLogger } from "@fundraise/service-kit/testing";
-
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildGateway } from "./app.ts";
@@ -21,7 +21,9 @@ const apps: Server[] = [];
 async function system(bus: Bus) {
   const metrics = createMetrics();
   const signer = await createTestSigner();
-  const app = await buildGateway({ config, bus, redis, log: silentLogger(), metrics });
+  // Neither uploads nor withHex are asked here: a client of a node that is not there.
+  const ipfs = createKuboIpfs({ url: "http://127.0.0.1:9", timeoutMs: 100, readTimeoutMs: 100 });
+  const app = await buildGateway({ config, bus, redis, log: silentLogger(), metrics, ipfs });
   const internal = await buildInternalApp({
     metrics,
     readiness: createReadinessCheck({ bus, redis }),

@@ -1,4 +1,4 @@
-import { type ContentStream, UsersRpc } from "@fundraise/protocol";
+import { type ContentRef, UsersRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RouteEntry } from "../plugins/route-table.ts";
 import { createHarness, type Harness } from "../test/harness.ts";
@@ -58,17 +58,17 @@ async function sendBody(route: RouteEntry, body: unknown) {
   const where = `${route.method} ${route.url} ${JSON.stringify(body)}`;
   expect(res.statusCode, `${where}: ${res.body}`).toBe(409);
   expect(calls, where).toHaveLength(1);
-  return withStreamedContent(calls[0]?.request);
+  return withAddedContent(calls[0]?.request);
 }
 
 /**
- * A project write names the upload its file and image were streamed in (a new one per request): for
- * comparing, the upload is replaced by the hex of what the storage stand-in received of each field.
+ * A project write names the directory its file and image were added as: for comparing, the reference
+ * is replaced by the hex of what the node holds of each entry.
  */
-function withStreamedContent(request: unknown): unknown {
-  const project = (request as { project?: { content?: ContentStream | null } } | undefined)?.project;
+async function withAddedContent(request: unknown): Promise<unknown> {
+  const project = (request as { project?: { content?: ContentRef | null } } | undefined)?.project;
   if (!project?.content) return request;
-  const hex = h.uploads.hexOf(project.content) ?? {};
+  const hex = (await h.ipfs.hexOf(project.content)) ?? {};
   const content = { fileHex: hex.whitepaper ?? null, imageUrl: hex.image ?? null };
   return { ...(request as object), project: { ...project, content } };
 }

@@ -1,6 +1,7 @@
 import { request as httpRequest } from "node:http";
 import { Readable } from "node:stream";
-import { ErrorCode, errors, ProjectsRpc, type RequestOf, StorageUpload } from "@fundraise/protocol";
+import { kuboDirectoryCidOf } from "@fundraise/ipfs-node";
+import { ErrorCode, errors, ProjectsRpc, type RequestOf } from "@fundraise/protocol";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
 
@@ -35,15 +36,15 @@ describe("PUT /Project/Update's imageUrl", () => {
     expect(res.statusCode).toBe(404);
     expect(sent).toHaveLength(1);
     expect(sent[0]?.project.content).toBeNull();
-    expect(h.uploads.uploads.size).toBe(0);
+    expect(h.ipfs.adds).toEqual([]);
   });
 
-  it("hex is a new image, streamed to storage as bytes; the refused write's upload is aborted", async () => {
+  it("hex is a new image, added to IPFS as bytes and not pinned (the write refused it)", async () => {
     await update({ projectID: "7", projectName: "Solar", imageUrl: "89504e47" });
     const content = sent[0]?.project.content ?? null;
-    expect(content).toMatchObject({ file: false, image: true, stream: { parts: 1 } });
-    expect(h.uploads.hexOf(content)).toEqual({ image: "89504e47" });
-    await expect.poll(() => h.uploads.of(content)?.outcome).toBe("aborted");
+    expect(content).toMatchObject({ fileBytes: null, imageBytes: 4 });
+    expect(await h.ipfs.hexOf(content)).toEqual({ image: "89504e47" });
+    expect(await h.ipfs.pinned(content?.cid as string)).toBe(false);
   });
 
   it("anything else is a 400 naming the field, and nothing is sent", async () => {
@@ -55,7 +56,7 @@ describe("PUT /Project/Update's imageUrl", () => {
       message: "imageUrl must be a hexadecimal string of whole bytes.",
     });
     expect(sent).toEqual([]);
-    expect(h.uploads.uploads.size).toBe(0);
+    expect(h.ipfs.adds).toEqual([]);
   });
 });
 
@@ -72,35 +73,56 @@ describe("upload bodies are read as they arrive (plugins/hex-body.ts, uploads/)"
       payload,
     });
 
-  it("a 1 MiB file in any key case reaches storage as its exact bytes, in parts; the write names the upload", async () => {
-    const file = Buffer.alloc(1024 * 1024 + 5, 7);
+  it("a 3 MiB file and an image in any key case reach IPFS as their exact bytes: Kubo's CID, one directory", async () => {
+    const file = Buffer.alloc(3 * 1024 * 1024 + 5, 7);
     file.write("whitepaper", 0);
+    const image = Buffer.from("89504e470d0a1a0a", "hex");
     await raw(
-      JSON.stringify({ FileHex: file.toString("hex").toUpperCase(), projectname: "Solar", ProjectID: 7 }),
+      JSON.stringify({
+        FileHex: file.toString("hex").toUpperCase(),
+        projectname: "Solar",
+        IMAGEURL: image.toString("hex"),
+        ProjectID: 7,
+      }),
     );
     expect(sent).toHaveLength(1);
     const content = sent[0]?.project.content ?? null;
-    const parts = Math.ceil(file.length / StorageUpload.partBytes);
-    expect(parts).toBeGreaterThan(1);
-    expect(content).toMatchObject({ file: true, image: false, stream: { parts } });
-    expect(h.uploads.of(content)?.entries.whitepaper?.equals(file)).toBe(true);
+    const expected = await kuboDirectoryCidOf({ whitepaper: file, image });
+    expect(content).toEqual({ cid: expected.toString(), fileBytes: file.length, imageBytes: image.length });
+    expect(await h.ipfs.hexOf(content)).toEqual({
+      whitepaper: file.toString("hex"),
+      image: image.toString("hex"),
+    });
     expect(sent[0]?.project.projectName).toBe("Solar");
+    expect(h.ipfs.adds).toEqual([{ outcome: "added", cid: expected.toString() }]);
   });
 
-  it("a short 0x-prefixed value (kept as text while the body arrived) is decoded and sent after it", async () => {
+  it("a short 0x-prefixed value (kept as text while the body arrived) is decoded and added after it", async () => {
     await raw(JSON.stringify({ projectName: "Solar", ProjectID: 7, fileHex: "0xC0FFEE" }));
-    expect(h.uploads.hexOf(sent[0]?.project.content ?? null)).toEqual({ whitepaper: "c0ffee" });
+    expect(await h.ipfs.hexOf(sent[0]?.project.content ?? null)).toEqual({ whitepaper: "c0ffee" });
   });
 
-  it("a content field given twice (two spellings) is a 400, and what was sent of it is dropped", async () => {
+  it("an empty file or image is a 400 naming it, and nothing is sent", async () => {
+    for (const [body, message] of [
+      [{ projectName: "S", ProjectID: 7, fileHex: "0x" }, "The file is empty."],
+      [{ projectName: "S", ProjectID: 7, fileHex: "ab", imageUrl: "0x" }, "The image is empty."],
+    ] as const) {
+      const res = await raw(JSON.stringify(body));
+      expect(res.statusCode, JSON.stringify(body)).toBe(400);
+      expect(res.json().message).toBe(message);
+    }
+    expect(sent).toEqual([]);
+  });
+
+  it("a content field given twice (two spellings) is a 400, and its add is cancelled", async () => {
     const res = await raw(`{"projectName":"S","fileHex":"${"ab".repeat(300_000)}","FILEHEX":"cdcd"}`);
     expect(res.statusCode).toBe(400);
     expect(res.json().message).toBe("fileHex is given more than once.");
     expect(sent).toEqual([]);
-    for (const upload of h.uploads.uploads.values()) expect(upload.outcome).toBe("aborted");
+    await expect.poll(() => h.ipfs.adds.map((add) => add.outcome)).toEqual(["failed"]);
   });
 
-  it("a client that goes away mid-body: its upload is aborted", async () => {
+  it("a client that goes away mid-body: its add is cancelled, nothing is sent", async () => {
     const address = await h.app.listen({ port: 0, host: "127.0.0.1" });
     const token = await h.signer.sign({ userId: 5, role: "Base" });
     const req = httpRequest(`${address}/Project/Update`, {
@@ -109,12 +131,9 @@ describe("upload bodies are read as they arrive (plugins/hex-body.ts, uploads/)"
     });
     req.on("error", () => undefined);
     req.write(`{"projectID":7,"projectName":"Solar","fileHex":"${"ab".repeat(600_000)}`);
-    await expect
-      .poll(() => [...h.uploads.uploads.values()][0]?.entries.whitepaper?.length ?? 0)
-      .toBeGreaterThan(0);
+    await expect.poll(() => h.ipfs.adds.length).toBe(1);
     req.destroy();
-    await expect.poll(() => [...h.uploads.uploads.values()][0]?.outcome).toBe("aborted");
-    expect(h.uploads.open()).toBe(0);
+    await expect.poll(() => h.ipfs.adds[0]?.outcome).toBe("failed");
     expect(sent).toEqual([]);
   });
 
@@ -133,10 +152,8 @@ describe("upload bodies are read as they arrive (plugins/hex-body.ts, uploads/)"
       expect(res.json().message).toContain(message);
     }
     expect(sent).toEqual([]);
-    // What was streamed of them before the 400 is dropped.
-    await expect
-      .poll(() => [...h.uploads.uploads.values()].every((upload) => upload.outcome === "aborted"))
-      .toBe(true);
+    // What was added of them before the 400 is cancelled.
+    await expect.poll(() => h.ipfs.adds.every((add) => add.outcome === "failed")).toBe(true);
   });
 });
 

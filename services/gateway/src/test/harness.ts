@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Bus } from "@fundraise/bus";
 import { createInMemoryBus } from "@fundraise/bus/testing";
+import type { Ipfs } from "@fundraise/ipfs";
 import { AuthRpc, type UserRole } from "@fundraise/protocol";
 import type { Logger } from "@fundraise/service-kit";
 import { silentLogger } from "@fundraise/service-kit/testing";
@@ -10,7 +11,7 @@ import { exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
 import { buildGateway } from "../app.ts";
 import { loadConfig } from "../config.ts";
 import type { Server } from "../server.ts";
-import { type RecordedUploads, recordUploads } from "./uploads.ts";
+import { startTestIpfs, type TestIpfs } from "./ipfs.ts";
 
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -49,8 +50,8 @@ export async function createTestSigner() {
 export interface Harness {
   app: Server;
   bus: ReturnType<typeof createInMemoryBus>;
-  /** Uploads the gateway streamed, as a storage stand-in on `bus` received them (test/uploads.ts). */
-  uploads: RecordedUploads;
+  /** The IPFS node uploads go to, and what the gateway added to it (test/ipfs.ts). */
+  ipfs: TestIpfs;
   redis: Redis;
   prefix: string;
   signer: Awaited<ReturnType<typeof createTestSigner>>;
@@ -64,7 +65,7 @@ export interface Harness {
 export async function createHarness(
   env: Record<string, string> = {},
   bus?: Bus,
-  options: { log?: Logger } = {},
+  options: { log?: Logger; ipfs?: Ipfs } = {},
 ): Promise<Harness> {
   const prefix = `test:${randomBytes(6).toString("hex")}:`;
   const config = loadConfig({ REDIS_URL, REDIS_PREFIX: prefix, LOG_LEVEL: "silent", ...env });
@@ -79,23 +80,25 @@ export async function createHarness(
     revokedBelow: 0,
     deleted: false,
   }));
-  const uploads = await recordUploads(memoryBus);
+  const ipfs = await startTestIpfs();
   const app = await buildGateway({
     config,
     bus: bus ?? memoryBus,
     redis,
     log: options.log ?? silentLogger(),
+    ipfs: options.ipfs ?? ipfs.ipfs,
   });
   await app.ready();
   return {
     app,
     bus: memoryBus,
-    uploads,
+    ipfs,
     redis,
     prefix,
     signer,
     async close() {
       await app.close();
+      await ipfs.stop();
       const keys = await redis.keys(`${prefix}*`);
       if (keys.length > 0) await redis.del(...keys);
       redis.disconnect();

@@ -39,7 +39,7 @@ describe("invitations (behaviour.md §3)", () => {
     ]);
     expect((await h.service.listInvited(invitee)).map((p) => p.projectID)).toEqual([id]);
     await h.memberships.reply(invitee, { projectID: id, isAccepted: true });
-    expect((await h.service.listPermissioned(invitee, false, ctx())).map((p) => p.projectID)).toEqual([id]);
+    expect((await h.service.listPermissioned(invitee)).map((p) => p.projectID)).toEqual([id]);
     await expect(h.memberships.reply(invitee, { projectID: id, isAccepted: true })).rejects.toMatchObject({
       code: "INVITATION_NOT_FOUND",
     });

@@ -37,7 +37,7 @@ describe("visibility of single reads and lists (behaviour.md §4)", () => {
   it("anonymous and Base: viewer-accepted Approved only; Whitelist: viewer-accepted; Admin, Viewer, members: all", async () => {
     const { h, proposer, waiting, accepted, approved } = await threeProjects();
     const all = [waiting.id, accepted.id, approved.id];
-    const listOf = async (caller: Caller | null) => ids(await h.service.list(caller, false, ctx()));
+    const listOf = async (caller: Caller | null) => ids(await h.service.list(caller));
     expect(await listOf(null)).toEqual([approved.id]);
     expect(await listOf(h.person("Base"))).toEqual([approved.id]);
     expect(await listOf(h.person("Blacklist"))).toEqual([approved.id]);
@@ -61,11 +61,9 @@ describe("visibility of single reads and lists (behaviour.md §4)", () => {
 
   it("the lists kept in memory follow every committed change", async () => {
     const { h, accepted } = await threeProjects();
-    const before = ids(await h.service.list(null, false, ctx()));
+    const before = ids(await h.service.list(null));
     await approve(h, accepted.fileHash, 11);
-    expect(ids(await h.service.list(null, false, ctx()))).toEqual(
-      [accepted.id, ...before].sort((a, b) => a - b),
-    );
+    expect(ids(await h.service.list(null))).toEqual([accepted.id, ...before].sort((a, b) => a - b));
   });
 });
 

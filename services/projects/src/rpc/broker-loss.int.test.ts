@@ -1,4 +1,4 @@
-import { isAppError, ProjectsEvents, ProjectsRpc, StorageRpc } from "@fundraise/protocol";
+import { isAppError, ProjectsEvents, ProjectsRpc } from "@fundraise/protocol";
 import { agePin, nodePins } from "@fundraise/storage/src/test/harness.ts";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,6 +8,7 @@ import {
   type Harness,
   isPinned,
   outboxPayloads,
+  readWhitepaper,
   seed,
   startHarness,
   uniqueBytes,
@@ -103,8 +104,7 @@ const livePins = async (fileBytes: number) =>
       [fileBytes],
     )
   ).rows as { file_hash: string; cid: string }[];
-const readContent = async (fileHash: string) =>
-  Buffer.from(await h.client.call(StorageRpc.read, { fileHash }));
+const readContent = (fileHash: string) => readWhitepaper(h.ipfsUrl, fileHash);
 
 describe("the broker lost in the middle of Add", () => {
   it("while storage records the upload: no project, the content an orphan; retrying writes the project once", async () => {

@@ -1,4 +1,4 @@
-import { ErrorCode, isAppError, ProjectsRpc, StorageRpc } from "@fundraise/protocol";
+import { ErrorCode, isAppError, ProjectsRpc } from "@fundraise/protocol";
 import { ORPHAN_REASON } from "@fundraise/storage/src/content/reconcile.ts";
 import { agePin, nodePins, storeContent } from "@fundraise/storage/src/test/harness.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,6 +7,7 @@ import {
   expectAppError,
   type Harness,
   isPinned,
+  readWhitepaper,
   seed,
   startHarness,
   uniqueBytes,
@@ -47,8 +48,7 @@ async function projectNamed(name: string) {
   return rows as { id: number; file_hash: string }[];
 }
 
-const readContent = async (fileHash: string) =>
-  Buffer.from(await h.client.call(StorageRpc.read, { fileHash }));
+const readContent = (fileHash: string) => readWhitepaper(h.ipfsUrl, fileHash);
 
 describe("a crash after the upload (the projects service died after storage answered, before its commit)", () => {
   it("the reconciliation unpins the orphan; a project's content and an orphan inside the grace period stay", async () => {
@@ -56,12 +56,12 @@ describe("a crash after the upload (the projects service died after storage answ
     const projectFile = uniqueBytes(120);
     const project = await addProject(h, caller, { file: projectFile });
     // What the dead projects service had uploaded; no project holds it.
-    const orphan = await storeContent(h.client, {
+    const orphan = await storeContent(h, {
       file: uniqueBytes(121),
       image: null,
       reason: "project:add",
     });
-    const young = await storeContent(h.client, {
+    const young = await storeContent(h, {
       file: uniqueBytes(122),
       image: null,
       reason: "project:add",

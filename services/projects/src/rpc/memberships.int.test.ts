@@ -45,18 +45,14 @@ describe("invite and reply", () => {
     ).toEqual([id]);
     // An invitee sees the project it is invited to.
     expect((await h.client.call(ProjectsRpc.get, { caller: invitee.caller, id })).projectID).toBe(id);
-    expect(
-      await h.client.call(ProjectsRpc.listPermissioned, { caller: invitee.caller, withHex: false }),
-    ).toEqual([]);
+    expect(await h.client.call(ProjectsRpc.listPermissioned, { caller: invitee.caller })).toEqual([]);
 
     await h.client.call(ProjectsRpc.reply, {
       caller: invitee.caller,
       request: request(id, { isAccepted: true }),
     });
     expect(await h.client.call(ProjectsRpc.pendingInvitations, { userId: invitee.user.id })).toEqual([]);
-    expect(
-      await h.client.call(ProjectsRpc.listPermissioned, { caller: invitee.caller, withHex: false }),
-    ).toEqual([project]);
+    expect(await h.client.call(ProjectsRpc.listPermissioned, { caller: invitee.caller })).toEqual([project]);
     await expectAppError(
       h.client.call(ProjectsRpc.reply, {
         caller: invitee.caller,

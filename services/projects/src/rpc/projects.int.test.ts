@@ -1,4 +1,5 @@
-import { type Caller, ProjectsEvents, ProjectsRpc, StorageRpc } from "@fundraise/protocol";
+import { kuboDirectoryCidOf } from "@fundraise/ipfs-node";
+import { type Caller, ProjectsEvents, ProjectsRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   addProject,
@@ -6,6 +7,7 @@ import {
   type Harness,
   isPinned,
   outboxPayloads,
+  readWhitepaper,
   receivedEvent,
   seed,
   setReview,
@@ -47,8 +49,8 @@ describe("projects.project.add", () => {
     expect(dto.imageUrl).toMatch(/^\/ipfs\/Qm[1-9A-HJ-NP-Za-km-z]{44}\/image$/);
     expect(new Date(dto.date as string).toISOString()).toBe(dto.date);
     expect(await isPinned(h, dto.fileHash)).toBe(true);
-    const read = await h.client.call(StorageRpc.read, { fileHash: dto.fileHash });
-    expect(new TextDecoder().decode(read)).toBe("hello world\n");
+    const read = await readWhitepaper(h.ipfsUrl, dto.fileHash);
+    expect(read.toString()).toBe("hello world\n");
     const { rows } = await h.sql.query(
       `select user_id, role, is_accepted from projects.permission where project_id = $1`,
       [dto.projectID],
@@ -108,13 +110,22 @@ describe("projects.project.add", () => {
     await expectAppError(addProject(h, blacklisted), "forbidden", "ROLE_FORBIDDEN");
   });
 
-  it("an empty file is the storage service's 400, and nothing is written", async () => {
+  it("content the node does not have is the storage service's 404, and nothing is written", async () => {
     const { caller } = await seed(h);
     const name = uniqueProjectName();
+    const missing = await kuboDirectoryCidOf({ whitepaper: uniqueBytes() });
     await expectAppError(
-      addProject(h, caller, { projectName: name, file: new Uint8Array(0) }),
-      "validation",
-      "CONTENT_EMPTY",
+      h.client.call(ProjectsRpc.add, {
+        caller,
+        project: {
+          projectName: name,
+          projectDescription: null,
+          markDown: null,
+          content: { cid: missing.toString(), fileBytes: 64, imageBytes: null },
+        },
+      }),
+      "not_found",
+      "CONTENT_NOT_FOUND",
     );
     const { rows } = await h.sql.query(`select 1 from projects.project where name = $1`, [name]);
     expect(rows).toEqual([]);
@@ -148,9 +159,7 @@ describe("visibility (behaviour.md §4)", () => {
     ];
     for (const [label, role, expected] of cases) {
       const caller = role ? (await seed(h, role)).caller : null;
-      expect(idsOf(await h.client.call(ProjectsRpc.list, { caller, withHex: false })), label).toEqual(
-        expected,
-      );
+      expect(idsOf(await h.client.call(ProjectsRpc.list, { caller })), label).toEqual(expected);
       expect(idsOf(await h.client.call(ProjectsRpc.top, { caller, count: 100 })).sort(), label).toEqual(
         [...expected].sort(),
       );
@@ -160,7 +169,7 @@ describe("visibility (behaviour.md §4)", () => {
         else await expectAppError(call, "not_found", "PROJECT_NOT_FOUND");
       }
     }
-    expect(idsOf(await h.client.call(ProjectsRpc.list, { caller: owner.caller, withHex: false }))).toEqual([
+    expect(idsOf(await h.client.call(ProjectsRpc.list, { caller: owner.caller }))).toEqual([
       pending,
       accepted,
       approved,
@@ -169,7 +178,7 @@ describe("visibility (behaviour.md §4)", () => {
 
   it("the hot lists (anonymous, cached in memory) never lag a committed change: review, rating, delete", async () => {
     const anonymousIds = async () => ({
-      list: (await h.client.call(ProjectsRpc.list, { caller: null, withHex: false })).map((p) => p.projectID),
+      list: (await h.client.call(ProjectsRpc.list, { caller: null })).map((p) => p.projectID),
       top: (await h.client.call(ProjectsRpc.top, { caller: null, count: 100 })).map((p) => p.projectID),
       approved: (await h.client.call(ProjectsRpc.byStatus, { caller: null, status: "Approved" })).map(
         (p) => p.projectID,
@@ -208,23 +217,6 @@ describe("visibility (behaviour.md §4)", () => {
       "not_found",
       "PROJECT_NOT_FOUND",
     );
-  });
-
-  it("withHex adds the file as hex read back from storage", async () => {
-    const { caller } = await seed(h);
-    const file = new TextEncoder().encode(`whitepaper ${uniqueProjectName()}`);
-    const dto = await addProject(h, caller, { file });
-    const [withHex] = (await h.client.call(ProjectsRpc.listPermissioned, { caller, withHex: true })).filter(
-      (p) => p.projectID === dto.projectID,
-    );
-    expect(withHex?.fileHex).toBe(Buffer.from(file).toString("hex"));
-    const [without] = await h.client.call(ProjectsRpc.listPermissioned, { caller, withHex: false });
-    expect(without).not.toHaveProperty("fileHex");
-    const all = await h.client.call(ProjectsRpc.list, {
-      caller: (await seed(h, "Admin")).caller,
-      withHex: true,
-    });
-    expect(all.find((p) => p.projectID === dto.projectID)?.fileHex).toBe(Buffer.from(file).toString("hex"));
   });
 });
 

@@ -2,16 +2,14 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { abortStream } from "@fundraise/bus";
 import { type IpfsNode, startIpfsNode } from "@fundraise/ipfs-node";
 import {
   type Caller,
-  type ContentStream,
+  type ContentRef,
   type EventDescriptor,
   type PayloadOf,
   ProjectsEvents,
   ProjectsRpc,
-  StorageUpload,
   type UserRole,
 } from "@fundraise/protocol";
 import type { ServiceApp } from "@fundraise/service-kit";
@@ -22,7 +20,10 @@ import {
   startServiceHarness,
 } from "@fundraise/service-kit/testing";
 import type { StorageApp } from "@fundraise/storage/src/app.ts";
-import { storageOn, streamContent } from "@fundraise/storage/src/test/harness.ts";
+import { addContent, storageOn } from "@fundraise/storage/src/test/harness.ts";
+
+export { readWhitepaper } from "@fundraise/storage/src/test/harness.ts";
+
 import {
   type SeededUser,
   type SessionStandIn,
@@ -49,6 +50,8 @@ export interface Harness extends ServiceHarness {
   storage: StorageApp;
   /** The IPFS stand-in as it runs now (a new object after `restartIpfs`, on the same URL). */
   node: IpfsNode;
+  /** The stand-in's RPC API, where the gateway would add content. */
+  ipfsUrl: string;
   /** Stops the IPFS stand-in under the running services; its data dir stays. */
   stopIpfs(): Promise<void>;
   /** Starts the IPFS stand-in again on the same port and data dir: what it held before is there again. */
@@ -98,6 +101,9 @@ export async function startHarness(
     get node() {
       return node;
     },
+    get ipfsUrl() {
+      return node.url;
+    },
     stopIpfs: () => node.stop(),
     async restartIpfs() {
       await node.stop();
@@ -129,22 +135,15 @@ export const uniqueProjectName = (prefix = "Project") =>
 export const uniqueBytes = (size = 64) => new Uint8Array(randomBytes(size));
 
 /**
- * Runs a write (Add, Update) with its file and image as the gateway sends them: streamed to the storage
- * service first (`content`, unfinished), then the write; a write that fails has its upload aborted, as
- * the gateway does.
+ * Runs a write (Add, Update) with its file and image as the gateway sends them: added to the IPFS node
+ * first (unpinned), then the write with their reference.
  */
 export async function withContent<T>(
   h: Harness,
   content: { file: Uint8Array | null; image: Uint8Array | null },
-  write: (content: ContentStream | null) => Promise<T>,
+  write: (content: ContentRef | null) => Promise<T>,
 ): Promise<T> {
-  const streamed = await streamContent(h.client, content);
-  try {
-    return await write(streamed);
-  } catch (error) {
-    if (streamed) await abortStream(h.client, StorageUpload, streamed.stream);
-    throw error;
-  }
+  return write(await addContent(h.node.url, content));
 }
 
 /** Adds a project through the RPC as `caller` (a fresh name and file unless told). */

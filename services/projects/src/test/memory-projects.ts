@@ -284,29 +284,28 @@ export interface FakeContent extends ContentStore {
 }
 
 /**
- * FOR TESTS ONLY: the storage service as the use cases meet it. An upload's file hash is derived from its
- * stream id, so the same id stands for the same bytes.
+ * FOR TESTS ONLY: the storage service as the use cases meet it. The file hash is derived from the
+ * content's CID, so the same CID stands for the same bytes.
  */
 export function fakeContent(): FakeContent {
   const fake: FakeContent = {
     stored: [],
     removed: [],
     async store(content) {
-      const fileHash = createHash("sha256").update(content.stream.streamId).digest("hex").toUpperCase();
+      const fileHash = createHash("sha256").update(content.cid).digest("hex").toUpperCase();
       fake.stored.push(fileHash);
-      const cid = `Qm${fileHash.slice(0, 44)}`;
-      return { fileHash, cid, imagePath: content.image ? `/ipfs/${cid}/image` : null };
+      const { cid } = content;
+      return { fileHash, cid, imagePath: content.imageBytes === null ? null : `/ipfs/${cid}/image` };
     },
     async remove(fileHash) {
       fake.removed.push(fileHash);
       return true;
     },
-    read: async (fileHash) => new TextEncoder().encode(fileHash),
   };
   return fake;
 }
 
-/** A write as the gateway hands it on; `file` names its bytes (the same name, the same bytes). */
+/** A write as the gateway hands it on; `file` names its bytes (the same name, the same bytes and CID). */
 export function projectWrite(
   projectName: string,
   options: { file?: string; id?: number; markDown?: string; image?: boolean } = {},
@@ -319,11 +318,7 @@ export function projectWrite(
     content:
       options.file === undefined
         ? null
-        : {
-            stream: { streamId: options.file, instance: "memory", parts: 1 },
-            file: true,
-            image: !!options.image,
-          },
+        : { cid: `Qm${options.file}`, fileBytes: 1, imageBytes: options.image ? 1 : null },
   };
 }
 
@@ -384,7 +379,6 @@ export function projectsOnMemory(limits: { reviewQueueMax?: number; reviewShareP
       content,
       reviewQueueMax: limits.reviewQueueMax ?? 100,
       reviewSharePerProposer: limits.reviewSharePerProposer ?? 5,
-      readConcurrency: 2,
       hotReads: createHotReads({ version: () => projects.listVersion() }),
     }),
     memberships: createMembershipService({ projects, users }),

@@ -1,5 +1,5 @@
 import type { Bus } from "@fundraise/bus";
-import { createKuboIpfs } from "@fundraise/ipfs";
+import { cidOfFileHash, createKuboIpfs } from "@fundraise/ipfs";
 import { type ContentRef, StorageRpc, type Uploaded } from "@fundraise/protocol";
 
 export interface Content {
@@ -35,4 +35,10 @@ export async function storeContent(
   const added = await addContent(h.ipfsUrl, content);
   if (!added?.fileBytes) throw new Error("no whitepaper to store");
   return h.client.call(StorageRpc.pin, { ...added, fileBytes: added.fileBytes, reason: content.reason });
+}
+
+/** The whitepaper of the content a fileHash names, read from the node. */
+export async function readWhitepaper(ipfsUrl: string, fileHash: string): Promise<Buffer> {
+  const ipfs = createKuboIpfs({ url: ipfsUrl, timeoutMs: 10_000, readTimeoutMs: 10_000 });
+  return Buffer.from(await ipfs.cat(`/ipfs/${cidOfFileHash(fileHash)}/whitepaper`, 100 * 1024 * 1024));
 }

@@ -113,7 +113,7 @@ export async function pinRows(sql: pg.Pool) {
 }
 
 export { expectAppError } from "@fundraise/service-kit/testing";
-export { addContent, type Content, storeContent } from "./content.ts";
+export { addContent, type Content, readWhitepaper, storeContent } from "./content.ts";
 
 /** Events of one kind in the storage outbox (published or not), oldest first. */
 export const outboxPayloads = <D extends EventDescriptor>(sql: pg.Pool, event: D) =>
