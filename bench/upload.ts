@@ -5,8 +5,9 @@
  * measured). Prints:
  *
  * 1. a 10 MiB Add through the gateway end to end (POST /Project/Add, the file as hex, a signed-in Base
- *    user) against a direct `add` of the same bytes to the same node with kubo-rpc-client and Kubo's
- *    default options, as the storage service adds (one directory holding `whitepaper`): medians, ratio;
+ *    user: the gateway adds it to the node, storage pins it, projects writes the row) against a direct
+ *    pinned `add` of the same bytes to the same node with kubo-rpc-client and Kubo's default options (one
+ *    directory holding `whitepaper`): medians, ratio;
  * 2. the CPU time each process of the path spends per Add (from /proc; this process is the client), and
  *    the peak RSS of the gateway and storage processes during those uploads (VmHWM, reset before them);
  * 3. anonymous `GET /Project/Get/All` with 1,000 visible projects (rows written straight into the
@@ -17,22 +18,20 @@
  *
  *   pnpm bench:upload [-- --runs 3 --connections 50 --duration 10]
  */
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
-import { availableParallelism, tmpdir } from "node:os";
-import { join } from "node:path";
+import { availableParallelism } from "node:os";
 import { parseArgs } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { createKuboIpfs } from "@fundraise/ipfs";
 import { cidOfDigestHex } from "@fundraise/ipfs-node";
 import { createTestDatabase } from "@fundraise/service-kit/testing";
 import autocannon from "autocannon";
 import { Wallet } from "ethers";
 import pg from "pg";
-import { createKuboIpfs } from "../services/storage/src/content/ipfs.ts";
 import { cpuMs, pidsOf } from "./lib/cpu.ts";
+import { memoryOf, resetPeak, servicePid, startIpfsProcess } from "./lib/processes.ts";
 import { median } from "./lib/stats.ts";
 
 const { values } = parseArgs({
@@ -60,43 +59,6 @@ Object.assign(process.env, {
 });
 const { startSystem } = await import("../e2e/system.ts");
 
-/**
- * The IPFS stand-in in a process of its own (`packages/ipfs-node/src/main.ts`): in this process, its
- * import would share one thread with the client's 20 MB of hex, which neither a direct add nor a
- * production Kubo has to.
- */
-async function startIpfsProcess() {
-  const dataDir = mkdtempSync(join(tmpdir(), "bench-ipfs-"));
-  // SERVICE_NODE_FLAGS (e2e/system.ts) reach the stand-in too, so one `--cpu-prof` profiles the whole path.
-  const flags = (process.env.SERVICE_NODE_FLAGS ?? "").split(" ").filter(Boolean);
-  const child = spawn(process.execPath, [...flags, "--import", "tsx", "packages/ipfs-node/src/main.ts"], {
-    cwd: join(import.meta.dirname, ".."),
-    env: { ...process.env, IPFS_NODE_DIR: dataDir, IPFS_NODE_PORT: "0" },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /IPFS_API_URL=(\S+)/.exec(out);
-      if (match) resolve(match[1] as string);
-    });
-    child.once("exit", (code) => reject(new Error(`the IPFS stand-in exited (${code}): ${out}`)));
-  });
-  return {
-    url,
-    pid: child.pid as number,
-    async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once("exit", r));
-        child.kill("SIGTERM");
-        await exited;
-      }
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
-}
-
 /** Our own database, so this script can write project rows; the system's services all use it. */
 const db = await createTestDatabase("bench_upload");
 const ipfsNode = await startIpfsProcess();
@@ -108,40 +70,6 @@ const sys = await startSystem({ env: { DATABASE_URL: db.url }, ipfsUrl: ipfsNode
 );
 
 const mb = (bytes: number) => bytes / MiB;
-
-/** The process this one spawned for a service (`node --import tsx services/<name>/src/main.ts`). */
-function servicePid(name: string): number {
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      if (ppid === process.pid && cmdline.includes(`services/${name}/src/main.ts`)) return Number(entry);
-    } catch {
-      // The process ended while read.
-    }
-  }
-  throw new Error(`no ${name} process under this one`);
-}
-
-/** VmRSS and VmHWM of a process, in bytes. */
-function memoryOf(pid: number): { rss: number; hwm: number } {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = (key: string) =>
-    Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
-  return { rss: kb("VmRSS") * 1024, hwm: kb("VmHWM") * 1024 };
-}
-
-/** Resets VmHWM to the current RSS (Linux clear_refs 5); false when not allowed. */
-function resetPeak(pid: number): boolean {
-  try {
-    writeFileSync(`/proc/${pid}/clear_refs`, "5");
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function post(path: string, body: unknown, token?: string) {
   const res = await fetch(`${sys.gatewayUrl}${path}`, {
@@ -276,7 +204,7 @@ try {
     await settle();
     const cpu0 = cpuNow();
     const t0 = performance.now();
-    await ipfs.addDirectory([{ name: "whitepaper", content: file }]);
+    await ipfs.addDirectory([{ name: "whitepaper", content: file }], { pin: true });
     const ms = performance.now() - t0;
     const cpu1 = cpuNow();
     for (const name of Object.keys(directCpuMs))
@@ -342,15 +270,9 @@ try {
       .reduce((total, list) => total + mean(list), 0)
       .toFixed(0)}`;
   console.log(`\nCPU per Add (mean ms): ${cpuLine(addCpuMs)}`);
-  // Run by run, where a process's collector going wrong shows (docs/decisions.md, "Storage's collector").
-  console.log(
-    `CPU per Add, run by run (ms): ${(["gateway", "storage"] as const)
-      .map((name) => `${name} ${(addCpuMs[name] ?? []).map((ms) => ms.toFixed(0)).join(", ")}`)
-      .join("; ")}`,
-  );
   console.log(`CPU per direct add (mean ms): ${cpuLine(directCpuMs)}`);
   // What bounds the ratio on this machine: when both sides keep every core busy, the Add cannot take less
-  // than its CPU over the direct add's, however well its stages overlap (docs/decisions.md).
+  // than its CPU over the direct add's, however well its stages overlap.
   const allCpu = (perProcess: Record<string, number[]>) =>
     Object.values(perProcess).reduce((total, list) => total + mean(list), 0);
   const cores = (cpu: number, wall: number) => (cpu / wall).toFixed(1);

@@ -179,7 +179,10 @@ export async function startSystem(
     startAnvil(),
     startSmtp(),
     distinctFreePorts(1 + extraGateways),
-    startIpfs(services.includes("storage") && options.ipfsUrl === undefined, stateDir),
+    startIpfs(
+      (services.includes("storage") || services.includes("gateway")) && options.ipfsUrl === undefined,
+      stateDir,
+    ),
   ]);
   let ipfs = firstIpfs;
   const [port, ...extraPorts] = gatewayPorts as [number, ...number[]];
