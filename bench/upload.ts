@@ -56,6 +56,7 @@ Object.assign(process.env, {
   NONCE_PER_IP_ADDRESS_PER_MINUTE: "1000000",
   REGISTER_PER_IP_PER_HOUR: "1000000",
   REGISTER_PER_IP_ADDRESS_PER_HOUR: "1000000",
+  REVIEW_QUEUE_PER_PROPOSER: "100000",
 });
 const { startSystem } = await import("../e2e/system.ts");
 

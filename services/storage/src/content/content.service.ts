@@ -109,9 +109,9 @@ export function createContentService(deps: {
       const added = CID.parse(cid);
       const fileHash = fileHashOf(cid);
       // Pinned before it is recorded, so a row never names content the node may drop; only a project's
-      // layout is pinned for good.
-      await ipfs.pin(added);
-      if (!(await ipfs.isProjectContent(added))) {
+      // layout stays pinned. The shape is read while the node pins (both only read the blocks).
+      const [, isProject] = await Promise.all([ipfs.pin(added), ipfs.isProjectContent(added)]);
+      if (!isProject) {
         await ipfs.unpin(added).catch(() => undefined);
         throw ContentErrors.notProjectContent(cid);
       }
