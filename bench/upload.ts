@@ -342,7 +342,7 @@ try {
       .reduce((total, list) => total + mean(list), 0)
       .toFixed(0)}`;
   console.log(`\nCPU per Add (mean ms): ${cpuLine(addCpuMs)}`);
-  // Run by run, where a process's collector going wrong shows (docs/decisions.md, "Storage's collector").
+  // Run by run, where a process's collector going wrong shows (docs/adr/0024-v8-old-generation-floor.md).
   console.log(
     `CPU per Add, run by run (ms): ${(["gateway", "storage"] as const)
       .map((name) => `${name} ${(addCpuMs[name] ?? []).map((ms) => ms.toFixed(0)).join(", ")}`)
@@ -350,7 +350,7 @@ try {
   );
   console.log(`CPU per direct add (mean ms): ${cpuLine(directCpuMs)}`);
   // What bounds the ratio on this machine: when both sides keep every core busy, the Add cannot take less
-  // than its CPU over the direct add's, however well its stages overlap (docs/decisions.md).
+  // than its CPU over the direct add's, however well its stages overlap (docs/adr/0006-measuring-performance.md).
   const allCpu = (perProcess: Record<string, number[]>) =>
     Object.values(perProcess).reduce((total, list) => total + mean(list), 0);
   const cores = (cpu: number, wall: number) => (cpu / wall).toFixed(1);
