@@ -6,7 +6,7 @@
  * Both sides are warmed up first, then measured in alternating rounds (bus first in odd rounds,
  * in-process first in even ones), and the ratio is the median of the rounds' own ratios: on a shared
  * machine whose speed drifts by a third within minutes, one pair measured one after the other gave
- * anything from 0.40x to 0.73x for the same code (docs/decisions.md, "How the ratio is measured").
+ * anything from 0.40x to 0.73x for the same code (docs/adr/0006-measuring-performance.md).
  *
  *   pnpm bench [-- --connections 64 --duration 10 --rounds 3]
  */

@@ -273,7 +273,7 @@ try {
   console.log(`\nCPU per Add (mean ms): ${cpuLine(addCpuMs)}`);
   console.log(`CPU per direct add (mean ms): ${cpuLine(directCpuMs)}`);
   // What bounds the ratio on this machine: when both sides keep every core busy, the Add cannot take less
-  // than its CPU over the direct add's, however well its stages overlap.
+  // than its CPU over the direct add's, however well its stages overlap (docs/adr/0006-measuring-performance.md).
   const allCpu = (perProcess: Record<string, number[]>) =>
     Object.values(perProcess).reduce((total, list) => total + mean(list), 0);
   const cores = (cpu: number, wall: number) => (cpu / wall).toFixed(1);

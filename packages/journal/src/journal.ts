@@ -36,7 +36,7 @@ const cbor = new Encoder({ useRecords: false, mapsAsObjects: true, tagUint8Array
 /**
  * Copies of RPC requests and replies for the journal, sent in batches. The journal is a stream the
  * broker writes for every message it receives: one copy per request and one per reply doubled the
- * broker's work per call (docs/decisions.md, "The bus's cost per call"). A batch is one message of
+ * broker's work per call (docs/adr/0004-the-bus-journal.md). A batch is one message of
  * many entries, sent when `flushMs` has passed since its first entry, when it is large, or at close.
  * The journal stays what it was, a record kept for debugging and replay: a lost copy is not worth
  * failing a call for, and entries lost with a crashed process are at most `flushMs` of traffic.

@@ -158,7 +158,7 @@ export function loadEnv<P extends TProperties>(
   return Object.freeze(converted) as Readonly<Static<TObject<P>>>;
 }
 
-/** Lists a schema's variables with defaults and descriptions, for .env.example and the README table. */
+/** Lists a schema's variables with defaults and descriptions, for .env.example. */
 export function describeEnv(
   properties: TProperties,
 ): { name: string; default: unknown; description: string }[] {

@@ -51,7 +51,7 @@ export async function startAuthApp(deps: AppDeps<AuthConfig>): Promise<AuthApp> 
   const em = () => orm.em.fork();
 
   // Auto-pipelining: the commands of one event-loop turn go out in one write; one write per command was
-  // the largest single cost of a sign-in here (docs/decisions.md, "Sign-in throughput").
+  // the largest single cost of a sign-in here (docs/adr/0011-sign-in-throughput.md).
   const redis = new Redis(config.redis.url, {
     maxRetriesPerRequest: 1,
     connectTimeout: 5_000,

@@ -536,7 +536,7 @@ describe("contract wallets (EIP-1271)", () => {
   });
 });
 
-describe("the account copy (docs/decisions.md)", () => {
+describe("the account copy (docs/adr/0012-the-account-copy.md)", () => {
   const lookups = (address: string) =>
     h.users.requests(UsersRpc.byAddress).filter((r) => r.address.toLowerCase() === address.toLowerCase())
       .length;

@@ -14,7 +14,7 @@ export interface AccountRead {
 const usable = (entry: Account) => typeof entry.version === "number";
 
 /**
- * The accounts a sign-in reads, copied from the users service (docs/decisions.md, "The account copy"):
+ * The accounts a sign-in reads, copied from the users service (docs/adr/0012-the-account-copy.md):
  * a sign-in finds its account here and the users service is asked only on a miss. Only verified accounts
  * are kept (a user who just followed the link is read again, never refused from an old copy). An entry
  * goes when the users service says the account changed (`users.user.account-changed`, from a row trigger,

@@ -67,7 +67,7 @@ export async function deployContractWallet(
   const wallet = await factory.deploy(owner);
   const sent = wallet.deploymentTransaction();
   if (!sent) throw new Error("no deployment transaction");
-  // ethers' wait() may wait for a next block that an idle anvil never mines (packages/contracts README).
+  // ethers' wait() may wait for a next block that an idle anvil never mines (hence `waitForReceipt` of packages/contracts).
   const receipt = await waitForReceipt(provider, sent.hash);
   if (!receipt.contractAddress) throw new Error("no contract address in the receipt");
   return receipt.contractAddress;

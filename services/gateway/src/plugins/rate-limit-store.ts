@@ -48,7 +48,7 @@ export interface BatchedStoreOptions {
  * exact within one gateway. Across gateways, a client can pass its limit by what it sends to the others
  * within one flush interval, which the others have not reported yet. The store the plugin ships does a
  * round trip per request: the largest single cost of an anonymous read at the gateway
- * (docs/decisions.md, "The bus's cost per call"). Redis errors fail the request's count, and the plugin's
+ * (docs/adr/0008-gateway-sessions-and-edge.md). Redis errors fail the request's count, and the plugin's
  * `skipOnError` lets it through, as before.
  */
 export function batchedRedisStore(options: BatchedStoreOptions): FastifyRateLimitStoreCtor {

@@ -2,7 +2,7 @@ import type { Server } from "../server.ts";
 
 declare module "fastify" {
   interface FastifyContextConfig {
-    /** This route's `Cache-Control`; RPC routes default to `no-store` (docs/decisions.md, Gateway). */
+    /** This route's `Cache-Control`; RPC routes default to `no-store` (docs/adr/0008-gateway-sessions-and-edge.md). */
     cacheControl?: string;
   }
 }

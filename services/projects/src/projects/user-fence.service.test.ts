@@ -2,7 +2,7 @@ import { testMessageContext } from "@fundraise/bus/testing";
 import { describe, expect, it } from "vitest";
 import { evaluated, projectsOnMemory, projectWrite } from "../test/memory-projects.ts";
 
-// A user's deletion as the projects service takes part in it (docs/decisions.md, "No orphaned projects"),
+// A user's deletion as the projects service takes part in it (docs/adr/0015-no-orphaned-projects.md),
 // on memory; the locks that order it against concurrent writes are rpc/user-fence.int.test.ts'.
 
 const ctx = () => testMessageContext();

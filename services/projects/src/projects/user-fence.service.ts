@@ -3,7 +3,7 @@ import type { OpContext, UserDirectory } from "./project.ports.ts";
 import type { ProjectRepository } from "./project.repository.ts";
 
 /**
- * A user's deletion as the projects service takes part in it (docs/decisions.md, "No orphaned projects").
+ * A user's deletion as the projects service takes part in it (docs/adr/0015-no-orphaned-projects.md).
  * The users service and this one own separate data, so a deletion and that user's concurrent Add,
  * invitation, reply or rating meet here, on a per-user lock:
  * 1. `fence`, asked inside the users service's deleting transaction before it commits: under the user's

@@ -9,7 +9,7 @@ import { createUserFenceService } from "../projects/user-fence.service.ts";
 import { addProject, expectAppError, type Harness, seed, setReview, startHarness } from "../test/harness.ts";
 
 // A user's deletion against that user's writes, with the REAL users and projects services: the users
-// service fences the user here inside its deleting transaction (docs/decisions.md, "No orphaned projects").
+// service fences the user here inside its deleting transaction (docs/adr/0015-no-orphaned-projects.md).
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness("fence");

@@ -54,7 +54,7 @@ export const UserErrors = {
     errors.validation(ErrorCode.VALIDATION_FAILED, "Invalid address: use 0x and 40 hex digits.", {
       details: [{ path: "/address", message: "must be an EVM address (0x + 40 hex digits)" }],
     }),
-  // No dedicated code exists yet (see README); the link no longer matches the account's e-mail.
+  // No dedicated code exists yet (a USER_EMAIL_CHANGED would name it); the link no longer matches the account's e-mail.
   emailChangedSinceLink: () =>
     errors.conflict(
       ErrorCode.VERIFICATION_TOKEN_INVALID,

@@ -1,8 +1,8 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * Sessions ordered by the account version instead of a revocation time (docs/decisions.md, "Roles and
- * sessions"): `version` (the account version the state reflects), `revoked_below` (tokens issued at an older
+ * Sessions ordered by the account version instead of a revocation time
+ * (docs/adr/0014-sessions-and-revocation.md): `version` (the account version the state reflects), `revoked_below` (tokens issued at an older
  * version are refused) and `deleted`. A user revoked under the time-based layout gets `revoked_below = 1`:
  * tokens issued before this layout carry no version (read as 0) and are refused, so they sign in once more;
  * the users service numbers existing accounts from 1, so their new tokens pass.

@@ -1,7 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * Users a deletion fenced (docs/decisions.md, "No orphaned projects"): the users service fences a user here
+ * Users a deletion fenced (docs/adr/0015-no-orphaned-projects.md): the users service fences a user here
  * inside the transaction that deletes them, before it commits; every write of this service checks the
  * fences of the users it writes for under a shared per-user lock, in its own transaction, so a deletion and
  * that user's Add, invitation, reply or rating are ordered and one of them loses. `deleted_at`: the

@@ -5,7 +5,7 @@ import { Migration } from "@mikro-orm/migrations";
  * role, the chain role, verification) and every deletion, written to the outbox by a row trigger in the
  * changing transaction: no code path, not even SQL by hand, can change an account without saying so. The
  * auth service keeps a copy of the accounts it signs in and drops an entry on this event
- * (docs/decisions.md, "The account copy"). The payload is JSON, as the bus's `encodeBody` writes it.
+ * (docs/adr/0012-the-account-copy.md). The payload is JSON, as the bus's `encodeBody` writes it.
  */
 export class Migration20261125000000_account_changed extends Migration {
   override async up(): Promise<void> {

@@ -2,8 +2,8 @@ import { Migration } from "@mikro-orm/migrations";
 
 /**
  * - `account_version`: raised by every role change and carried by the session and by each token (`sv`),
- *   so that "issued before this change" is decided by order, not by clocks (docs/decisions.md, "Roles and
- *   sessions"). Existing accounts start at 1: tokens of the earlier layout carry none (read as 0).
+ *   so that "issued before this change" is decided by order, not by clocks
+ *   (docs/adr/0014-sessions-and-revocation.md). Existing accounts start at 1: tokens of the earlier layout carry none (read as 0).
  * - `owned_project` goes: whether a user owns a project is asked of the projects service, inside the
  *   deletion's transaction, under its lock (`projects.user.fence`), not read from a copy fed by events,
  *   which let a deletion and that user's Add both succeed.

@@ -1,7 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * An admin's decision, kept where it must hold (docs/decisions.md, "Roles and sessions"):
+ * An admin's decision, kept where it must hold (docs/adr/0013-which-role-wins.md):
  * - `admin_role_block`: the chain's head block as the index knew it when an admin changed the role; a chain
  *   fact in a block up to it was mined before the admin's change, whatever the seconds say.
  * - `address_sanction`: the addresses whose latest role decision is an admin's Blacklist. It outlives the
