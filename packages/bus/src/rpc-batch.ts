@@ -6,9 +6,9 @@ import { amqpTimestamp, Header, stringHeader } from "./headers.ts";
 /**
  * RPC requests (and replies) that leave a process in the same turn of its event loop for the same
  * destination travel as one AMQP message: the broker's work and the frames and socket writes on both
- * ends are paid per message, not per call (docs/decisions.md, "Calls that leave together travel
- * together"). Each entry keeps the properties and body it would have had alone, so a server handles,
- * journals and answers it exactly as a message of its own; a single call still goes as a plain message.
+ * ends are paid per message, not per call (docs/adr/0003-the-bus-cost-per-call.md). Each entry keeps the
+ * properties and body it would have had alone, so a server handles, journals and answers it exactly as a
+ * message of its own; a single call still goes as a plain message.
  */
 export const RpcBatch = {
   /** `x-bus-kind` of a message of several requests for one RPC name. */
