@@ -73,13 +73,10 @@ if [ -z "$SERVICE" ] || [ ! -f "$main" ]; then
   echo "SERVICE must name a service: $(cd services && ls -d */src/main.ts | cut -d/ -f1 | tr '\n' ' ')" >&2
   exit 64
 fi
-# The service's own Node flags (`nodeFlags` in its package.json), as every other launcher reads them
-# (scripts/lib/processes.ts, serviceNodeArgs).
-flags=$(node -p "(require('./services/${SERVICE}/package.json').nodeFlags ?? []).join(' ')")
-# One process, no tsx CLI wrapper: node gets SIGTERM itself (from tini under `init: true`, or as PID 1),
-# which starts the service's ordered shutdown (intake, consumers, outbox relay, bus, state).
-# shellcheck disable=SC2086 # the flags are words of their own
-exec node $flags --import tsx "$main"
+# As every other launcher starts it (scripts/lib/processes.ts, serviceNodeArgs). One process, no tsx CLI
+# wrapper: node gets SIGTERM itself (from tini under `init: true`, or as PID 1), which starts the
+# service's ordered shutdown (intake, consumers, outbox relay, bus, state).
+exec node --import tsx "$main"
 EOF
 # The gateway answers on its public port, every other service on its internal health port (HEALTH_PORT).
 COPY --chmod=755 <<'EOF' /usr/local/bin/healthcheck
