@@ -7,20 +7,13 @@ import { type IpfsNode, startIpfsNode } from "@fundraise/ipfs-node";
 import {
   type Caller,
   type ContentStream,
-  type EventDescriptor,
-  type PayloadOf,
   ProjectsEvents,
   ProjectsRpc,
   StorageUpload,
   type UserRole,
 } from "@fundraise/protocol";
 import type { ServiceApp } from "@fundraise/service-kit";
-import {
-  outboxPayloads as kitOutboxPayloads,
-  receivedEvent as kitReceivedEvent,
-  type ServiceHarness,
-  startServiceHarness,
-} from "@fundraise/service-kit/testing";
+import { type ServiceHarness, serviceEvents, startServiceHarness } from "@fundraise/service-kit/testing";
 import type { StorageApp } from "@fundraise/storage/src/app.ts";
 import { storageOn, streamContent } from "@fundraise/storage/src/test/harness.ts";
 import {
@@ -30,7 +23,6 @@ import {
   sessionStandIn,
   usersService,
 } from "@fundraise/users/src/test/harness.ts";
-import type pg from "pg";
 import { startProjectsApp } from "../app.ts";
 import { loadConfig } from "../config.ts";
 import { PROJECTS_SCHEMA } from "../projects/project.repository.ts";
@@ -224,13 +216,5 @@ export async function isPinned(h: Harness, fileHash: string): Promise<boolean> {
 
 export { expectAppError } from "@fundraise/service-kit/testing";
 
-/** Events of one kind in the projects outbox (published or not), oldest first. */
-export const outboxPayloads = <D extends EventDescriptor>(sql: pg.Pool, event: D) =>
-  kitOutboxPayloads(sql, PROJECTS_SCHEMA, event);
-
-/** Waits until the test consumer received an event of this kind matching `match`; returns its payload. */
-export const receivedEvent = <D extends EventDescriptor>(
-  h: Harness,
-  event: D,
-  match: Partial<PayloadOf<D>>,
-) => kitReceivedEvent(h.events, event, match);
+/** Events in the projects outbox, and those the test consumer received (service-kit's serviceEvents). */
+export const { outboxPayloads, receivedEvent } = serviceEvents(PROJECTS_SCHEMA);

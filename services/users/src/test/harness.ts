@@ -4,9 +4,7 @@ import {
   AuthRpc,
   type Caller,
   ErrorCode,
-  type EventDescriptor,
   errors,
-  type PayloadOf,
   ProjectsRpc,
   type ResponseOf,
   type SessionChange,
@@ -17,9 +15,8 @@ import {
 import type { ServiceApp } from "@fundraise/service-kit";
 import {
   type HarnessService,
-  outboxPayloads as kitOutboxPayloads,
-  receivedEvent as kitReceivedEvent,
   type ServiceHarness,
+  serviceEvents,
   startServiceHarness,
 } from "@fundraise/service-kit/testing";
 import { getAddress } from "ethers";
@@ -189,13 +186,5 @@ export const callerOf = (user: SeededUser, role: UserRole = user.role): Caller =
 
 export { expectAppError } from "@fundraise/service-kit/testing";
 
-/** Events of one kind in the users outbox (published or not), oldest first. */
-export const outboxPayloads = <D extends EventDescriptor>(sql: pg.Pool, event: D) =>
-  kitOutboxPayloads(sql, USERS_SCHEMA, event);
-
-/** Waits until the test consumer received an event of this kind matching `match`; returns its payload. */
-export const receivedEvent = <D extends EventDescriptor>(
-  h: Harness,
-  event: D,
-  match: Partial<PayloadOf<D>>,
-) => kitReceivedEvent(h.events, event, match);
+/** Events in the users outbox, and those the test consumer received (service-kit's serviceEvents). */
+export const { outboxPayloads, receivedEvent } = serviceEvents(USERS_SCHEMA);
