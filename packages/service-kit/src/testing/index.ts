@@ -7,6 +7,7 @@ export {
   serviceEvents,
 } from "./assertions.ts";
 export { createTestDatabase, type TestDatabase } from "./database.ts";
+export { harnessOfFile } from "./file-harness.ts";
 export {
   createMemoryStore,
   type Emitted,

@@ -1,23 +1,18 @@
 import { ProjectsRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   addProject,
   expectAppError,
-  type Harness,
   isPinned,
   seed,
-  startHarness,
   uniqueBytes,
   uniqueProjectName,
+  useHarness,
 } from "../test/harness.ts";
 
 // The review queue and what a failed Add leaves behind, with a queue of 2 (behaviour.md §4 says 100;
 // REVIEW_QUEUE_MAX is the same rule, smaller), on the real storage service and the Kubo-RPC stand-in.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("add_failures", { REVIEW_QUEUE_MAX: "2" });
-});
-afterAll(() => h?.stop());
+const h = useHarness("add_failures", { REVIEW_QUEUE_MAX: "2" });
 
 async function pinsOfBytes(size: number) {
   const { rows } = await h.sql.query(`select file_hash, unpinned_at from storage.pin where file_bytes = $1`, [

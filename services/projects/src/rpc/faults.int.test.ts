@@ -1,17 +1,16 @@
 import { ErrorCode, isAppError, ProjectsRpc, StorageRpc } from "@fundraise/protocol";
 import { ORPHAN_REASON } from "@fundraise/storage/src/content/reconcile.ts";
 import { agePin, nodePins, storeContent } from "@fundraise/storage/src/test/harness.ts";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   addProject,
   expectAppError,
-  type Harness,
   isPinned,
   seed,
-  startHarness,
   uniqueBytes,
   uniqueProjectName,
   updateProject,
+  useHarness,
 } from "../test/harness.ts";
 
 // Faults under the real projects, storage and users services, real Postgres and RabbitMQ; IPFS is OUR
@@ -19,11 +18,7 @@ import {
 // The storage service reconciles orphans every 200 ms here (grace: the default 15 minutes); a test makes
 // content old by moving its pin's upload time back.
 const HOUR = 3_600_000;
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("faults", {}, { storageEnv: { RECONCILE_INTERVAL_MS: "200" } });
-});
-afterAll(() => h?.stop());
+const h = useHarness("faults", {}, { storageEnv: { RECONCILE_INTERVAL_MS: "200" } });
 
 /** The storage inventory's rows of this content, oldest first. */
 async function pinsOf(fileHash: string) {

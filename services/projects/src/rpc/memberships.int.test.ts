@@ -1,13 +1,9 @@
 import { ProjectsRpc, UsersRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addProject, expectAppError, type Harness, seed, setReview, startHarness } from "../test/harness.ts";
+import { describe, expect, it } from "vitest";
+import { addProject, expectAppError, seed, setReview, useHarness } from "../test/harness.ts";
 
 // Memberships (behaviour.md §3 rows) over RabbitMQ, with the real users service resolving usernames.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("memberships");
-});
-afterAll(() => h?.stop());
+const h = useHarness("memberships");
 
 type Seeded = Awaited<ReturnType<typeof seed>>;
 const request = (projectID: number, extra: Record<string, unknown> = {}) => ({ projectID, ...extra });

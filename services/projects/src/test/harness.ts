@@ -13,7 +13,12 @@ import {
   type UserRole,
 } from "@fundraise/protocol";
 import type { ServiceApp } from "@fundraise/service-kit";
-import { type ServiceHarness, serviceEvents, startServiceHarness } from "@fundraise/service-kit/testing";
+import {
+  harnessOfFile,
+  type ServiceHarness,
+  serviceEvents,
+  startServiceHarness,
+} from "@fundraise/service-kit/testing";
 import type { StorageApp } from "@fundraise/storage/src/app.ts";
 import { storageOn, streamContent } from "@fundraise/storage/src/test/harness.ts";
 import {
@@ -102,6 +107,10 @@ export async function startHarness(
     },
   };
 }
+
+/** The harness of this test file (`startHarness`'s arguments): started before its tests, stopped after them. */
+export const useHarness = (...args: Parameters<typeof startHarness>): Harness =>
+  harnessOfFile(() => startHarness(...args));
 
 export type { SeededUser };
 

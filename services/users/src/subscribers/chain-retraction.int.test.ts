@@ -1,7 +1,7 @@
 import { waitFor } from "@fundraise/bus/testing";
 import { ChainEvents, ChainRpc, type PayloadOf, type UserRole } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Harness, seedUser, startHarness } from "../test/harness.ts";
+import { type Harness, startHarness } from "../test/harness.ts";
 
 let h: Harness;
 /** What the chain index says now, per address (the chain-indexer's `chain.address.role`, served here). */
@@ -39,7 +39,7 @@ function statusFact(address: string, role: UserRole): PayloadOf<typeof ChainEven
 
 describe("chain.fact.retracted (consumer 'users', index answered by a test stand-in)", () => {
   it("a retracted status fact takes the role back to what the chain index says now", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     const fact = statusFact(user.address, "Blacklist");
     await h.client.publish(ChainEvents.userStatusChanged, fact);
     await waitFor(async () => (await roleOf(user.id)) === "Blacklist", 10_000, "role from the fact");
@@ -61,7 +61,7 @@ describe("chain.fact.retracted (consumer 'users', index answered by a test stand
   });
 
   it("a retraction of another kind of fact, or of a fact that is no longer the user's last, changes nothing", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     const older = statusFact(user.address, "Viewer");
     const newer = statusFact(user.address, "Whitelist");
     await h.client.publish(ChainEvents.userStatusChanged, older);
@@ -77,7 +77,7 @@ describe("chain.fact.retracted (consumer 'users', index answered by a test stand
       retracted: ChainEvents.userStatusChanged.name,
     });
     // A marker retraction, consumed after both (one at a time, in order).
-    const marker = await seedUser(h.sql);
+    const marker = await h.seedUser();
     const markerFact = statusFact(marker.address, "Viewer");
     await h.client.publish(ChainEvents.userStatusChanged, markerFact);
     await waitFor(async () => (await roleOf(marker.id)) === "Viewer", 10_000, "marker fact");

@@ -4,7 +4,9 @@ import {
   AuthRpc,
   type Caller,
   ErrorCode,
+  type EventDescriptor,
   errors,
+  type PayloadOf,
   ProjectsRpc,
   type ResponseOf,
   type SessionChange,
@@ -15,6 +17,7 @@ import {
 import type { ServiceApp } from "@fundraise/service-kit";
 import {
   type HarnessService,
+  harnessOfFile,
   type ServiceHarness,
   serviceEvents,
   startServiceHarness,
@@ -36,6 +39,12 @@ export interface Harness extends ServiceHarness {
   vhostUrl: string;
   sessions: SessionStandIn;
   projects: ProjectsStandIn;
+  /** `seedUser` on the harness's database. */
+  seedUser(options?: SeedOptions): Promise<SeededUser>;
+  /** Events of one kind in the users outbox (published or not), oldest first. */
+  outboxPayloads<D extends EventDescriptor>(event: D): Promise<PayloadOf<D>[]>;
+  /** Waits until the test consumer received an event of this kind matching `match`; returns its payload. */
+  receivedEvent<D extends EventDescriptor>(event: D, match: Partial<PayloadOf<D>>): Promise<PayloadOf<D>>;
 }
 
 /** Starts the users service in a harness; others start it beside their own with `usersService`. */
@@ -134,8 +143,21 @@ export async function startHarness(label: string): Promise<Harness> {
     services: [sessions, projects, usersService],
     record: UsersEvents,
   });
-  return { ...h, app: h.apps[2] as ServiceApp, vhostUrl: h.vhost.url, sessions, projects };
+  return {
+    ...h,
+    app: h.apps[2] as ServiceApp,
+    vhostUrl: h.vhost.url,
+    sessions,
+    projects,
+    seedUser: (options) => seedUser(h.sql, options),
+    outboxPayloads: <D extends EventDescriptor>(event: D) => outboxPayloads(h.sql, event),
+    receivedEvent: <D extends EventDescriptor>(event: D, match: Partial<PayloadOf<D>>) =>
+      receivedEvent(h, event, match),
+  };
 }
+
+/** The harness of this test file: started before its tests, stopped after them. */
+export const useHarness = (label: string): Harness => harnessOfFile(() => startHarness(label));
 
 let sequence = 0;
 /** A name no other test of the run uses (usernames are 3-32 characters). */
@@ -151,18 +173,17 @@ export interface SeededUser {
   role: UserRole;
 }
 
+export interface SeedOptions {
+  role?: UserRole;
+  isVerified?: boolean;
+  pendingUntil?: Date | null;
+  username?: string;
+  mailAddress?: string;
+  address?: string;
+}
+
 /** Inserts a user straight into the table, as if it had signed up (verified unless told otherwise). */
-export async function seedUser(
-  sql: pg.Pool,
-  options: {
-    role?: UserRole;
-    isVerified?: boolean;
-    pendingUntil?: Date | null;
-    username?: string;
-    mailAddress?: string;
-    address?: string;
-  } = {},
-): Promise<SeededUser> {
+export async function seedUser(sql: pg.Pool, options: SeedOptions = {}): Promise<SeededUser> {
   const username = options.username ?? uniqueName();
   const mailAddress = options.mailAddress ?? `${username}@example.org`;
   const address = options.address ?? randomAddress();
@@ -186,5 +207,4 @@ export const callerOf = (user: SeededUser, role: UserRole = user.role): Caller =
 
 export { expectAppError } from "@fundraise/service-kit/testing";
 
-/** Events in the users outbox, and those the test consumer received (service-kit's serviceEvents). */
-export const { outboxPayloads, receivedEvent } = serviceEvents(USERS_SCHEMA);
+const { outboxPayloads, receivedEvent } = serviceEvents(USERS_SCHEMA);
