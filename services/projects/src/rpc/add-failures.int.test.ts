@@ -8,6 +8,7 @@ import {
   uniqueBytes,
   uniqueProjectName,
   useHarness,
+  whileRefusing,
 } from "../test/harness.ts";
 
 // The review queue and what a failed Add leaves behind, with a queue of 2 (behaviour.md §4 says 100;
@@ -64,16 +65,14 @@ describe("a failure after the upload", () => {
     // Empty the queue for this test.
     await h.sql.query(`update projects.project set viewer_accepted = true`);
     const name = uniqueProjectName("Boom");
-    await h.sql.query(`
-      create function projects.boom() returns trigger language plpgsql as $$
-      begin
-        if new.name like 'Boom %' then raise exception 'database failure in the middle of Add'; end if;
-        return new;
-      end $$`);
-    await h.sql.query(
-      `create trigger boom before insert on projects.project for each row execute function projects.boom()`,
-    );
-    try {
+    const refusal = {
+      name: "boom",
+      table: "projects.project",
+      write: "insert",
+      when: "new.name like 'Boom %'",
+      message: "database failure in the middle of Add",
+    } as const;
+    await whileRefusing(h, refusal, async () => {
       const file = uniqueBytes(91);
       await expect(addProject(h, caller, { projectName: name, file })).rejects.toMatchObject({
         kind: "internal",
@@ -84,9 +83,6 @@ describe("a failure after the upload", () => {
       expect(await isPinned(h, pins[0]!.file_hash)).toBe(false);
       const { rows } = await h.sql.query(`select 1 from projects.project where name = $1`, [name]);
       expect(rows).toEqual([]);
-    } finally {
-      await h.sql.query(`drop trigger boom on projects.project`);
-      await h.sql.query(`drop function projects.boom()`);
-    }
+    });
   });
 });

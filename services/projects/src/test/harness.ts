@@ -223,6 +223,35 @@ export async function isPinned(h: Harness, fileHash: string): Promise<boolean> {
   return rows.length > 0;
 }
 
+/** A database failure a test stages: rows of `table` that match `when` refuse `write` with `message`. */
+export interface Refusal {
+  /** The trigger's and its function's name (the function lives in the table's schema). */
+  name: string;
+  table: string;
+  write: "insert" | "update" | "delete";
+  /** The SQL condition on `new` (insert, update) or `old` (update, delete). */
+  when: string;
+  message: string;
+}
+
+/** Runs `work` while the database refuses a write (a trigger), dropped again afterwards. */
+export async function whileRefusing<T>(h: Harness, refusal: Refusal, work: () => Promise<T>): Promise<T> {
+  const { name, table, write, when, message } = refusal;
+  const fn = `${table.split(".")[0]}.${name}`;
+  await h.sql.query(
+    `create function ${fn}() returns trigger language plpgsql as $$ begin raise exception '${message}'; end $$`,
+  );
+  await h.sql.query(
+    `create trigger ${name} before ${write} on ${table} for each row when (${when}) execute function ${fn}()`,
+  );
+  try {
+    return await work();
+  } finally {
+    await h.sql.query(`drop trigger ${name} on ${table}`);
+    await h.sql.query(`drop function ${fn}()`);
+  }
+}
+
 export { expectAppError } from "@fundraise/service-kit/testing";
 
 /** Events in the projects outbox, and those the test consumer received (service-kit's serviceEvents). */
