@@ -1,7 +1,14 @@
 import { waitFor } from "@fundraise/bus/testing";
 import { ChainEvents, type PayloadOf, UsersEvents, UsersRpc } from "@fundraise/protocol";
 import { describe, expect, it } from "vitest";
-import { callerOf, expectAppError, randomAddress, uniqueName, useHarness } from "../test/harness.ts";
+import {
+  callerOf,
+  chainStatusFact,
+  expectAppError,
+  randomAddress,
+  uniqueName,
+  useHarness,
+} from "../test/harness.ts";
 
 // Roles: an admin's updateRole, the auth service's setChainRole, and the chain-indexer's status facts.
 const h = useHarness("roles");
@@ -338,26 +345,6 @@ describe("chain.user-status.changed (consumer 'users')", () => {
 });
 
 describe("which role wins: the newer of the admin's change and the chain's (behaviour.md §7)", () => {
-  let position = 1_000;
-  const statusFact = (
-    address: string,
-    role: PayloadOf<typeof ChainEvents.userStatusChanged>["role"],
-    extra: { block?: number; at?: Date } = {},
-  ) => {
-    position += 1;
-    return {
-      origin: {
-        chainId: 31337,
-        txHash: `0x${position.toString(16).padStart(64, "0")}`,
-        logIndex: 0,
-        blockNumber: extra.block ?? position,
-        blockHash: `0x${"ef".repeat(32)}`,
-        ...(extra.at ? { blockTimestamp: Math.floor(extra.at.getTime() / 1000) } : {}),
-      },
-      address,
-      role,
-    };
-  };
   const admin = async () => h.seedUser({ role: "Admin" });
   const demote = async (by: Awaited<ReturnType<typeof admin>>, address: string, role: string) =>
     h.client.call(UsersRpc.updateRole, { caller: callerOf(by), address, role });
@@ -393,9 +380,9 @@ describe("which role wins: the newer of the admin's change and the chain's (beha
     await demote(boss, user.address, "Viewer");
     await h.client.publish(
       ChainEvents.userStatusChanged,
-      statusFact(user.address, "Whitelist", { at: new Date(Date.now() - 3_600_000) }),
+      chainStatusFact(user.address, "Whitelist", { at: new Date(Date.now() - 3_600_000) }),
     );
-    await h.client.publish(ChainEvents.userStatusChanged, statusFact(marker.address, "Viewer"));
+    await h.client.publish(ChainEvents.userStatusChanged, chainStatusFact(marker.address, "Viewer"));
     await waitFor(async () => (await roleOf(marker.id)) === "Viewer", 10_000, "marker fact");
     expect(await roleOf(user.id)).toBe("Viewer");
     const account = await h.client.call(UsersRpc.byAddress, { address: user.address });
@@ -407,7 +394,7 @@ describe("which role wins: the newer of the admin's change and the chain's (beha
     await demote(boss, user.address, "Viewer");
     await h.client.publish(
       ChainEvents.userStatusChanged,
-      statusFact(user.address, "Blacklist", { at: new Date(Date.now() + 5_000) }),
+      chainStatusFact(user.address, "Blacklist", { at: new Date(Date.now() + 5_000) }),
     );
     await waitFor(async () => (await roleOf(user.id)) === "Blacklist", 10_000, "newer chain fact");
   });
@@ -416,14 +403,14 @@ describe("which role wins: the newer of the admin's change and the chain's (beha
     const [user, marker] = [await h.seedUser(), await h.seedUser()];
     await h.client.publish(
       ChainEvents.userStatusChanged,
-      statusFact(user.address, "Whitelist", { block: 50_000 }),
+      chainStatusFact(user.address, "Whitelist", { block: 50_000 }),
     );
     await waitFor(async () => (await roleOf(user.id)) === "Whitelist", 10_000, "newer fact");
     await h.client.publish(
       ChainEvents.userStatusChanged,
-      statusFact(user.address, "Blacklist", { block: 40_000 }),
+      chainStatusFact(user.address, "Blacklist", { block: 40_000 }),
     );
-    await h.client.publish(ChainEvents.userStatusChanged, statusFact(marker.address, "Viewer"));
+    await h.client.publish(ChainEvents.userStatusChanged, chainStatusFact(marker.address, "Viewer"));
     await waitFor(async () => (await roleOf(marker.id)) === "Viewer", 10_000, "marker fact");
     expect(await roleOf(user.id)).toBe("Whitelist");
     expect(await h.client.call(UsersRpc.byAddress, { address: user.address })).toMatchObject({

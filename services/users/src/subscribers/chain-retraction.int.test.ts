@@ -1,7 +1,7 @@
 import { waitFor } from "@fundraise/bus/testing";
-import { ChainEvents, ChainRpc, type PayloadOf, type UserRole } from "@fundraise/protocol";
+import { ChainEvents, ChainRpc, type UserRole } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Harness, startHarness } from "../test/harness.ts";
+import { chainStatusFact, type Harness, startHarness } from "../test/harness.ts";
 
 let h: Harness;
 /** What the chain index says now, per address (the chain-indexer's `chain.address.role`, served here). */
@@ -20,22 +20,8 @@ const roleOf = async (userId: number) =>
   (await h.sql.query<{ role: string }>(`select role from users."user" where id = $1`, [userId])).rows[0]
     ?.role;
 
-let position = 0;
-function statusFact(address: string, role: UserRole): PayloadOf<typeof ChainEvents.userStatusChanged> {
-  position += 1;
-  return {
-    origin: {
-      chainId: 31337,
-      txHash: `0x${position.toString(16).padStart(64, "0")}`,
-      logIndex: 0,
-      blockNumber: 100 + position,
-      blockHash: `0x${"ab".repeat(32)}`,
-      blockTimestamp: Math.floor(Date.now() / 1000),
-    },
-    address,
-    role,
-  };
-}
+/** A status fact of its own, dated now. */
+const statusFact = (address: string, role: UserRole) => chainStatusFact(address, role, { at: new Date() });
 
 describe("chain.fact.retracted (consumer 'users', index answered by a test stand-in)", () => {
   it("a retracted status fact takes the role back to what the chain index says now", async () => {

@@ -3,6 +3,7 @@ import type { MessageContext } from "@fundraise/bus";
 import {
   AuthRpc,
   type Caller,
+  type ChainEvents,
   ErrorCode,
   type EventDescriptor,
   errors,
@@ -204,6 +205,31 @@ export const callerOf = (user: SeededUser, role: UserRole = user.role): Caller =
   address: user.address,
   role,
 });
+
+let factSequence = 1_000;
+/**
+ * A chain status fact of its own (its own transaction hash), in block `block` (else: its sequence number,
+ * above 1,000), with the block's time `at` when given.
+ */
+export function chainStatusFact(
+  address: string,
+  role: PayloadOf<typeof ChainEvents.userStatusChanged>["role"],
+  extra: { block?: number; at?: Date } = {},
+): PayloadOf<typeof ChainEvents.userStatusChanged> {
+  factSequence += 1;
+  return {
+    origin: {
+      chainId: 31337,
+      txHash: `0x${factSequence.toString(16).padStart(64, "0")}`,
+      logIndex: 0,
+      blockNumber: extra.block ?? factSequence,
+      blockHash: `0x${"ef".repeat(32)}`,
+      ...(extra.at ? { blockTimestamp: Math.floor(extra.at.getTime() / 1000) } : {}),
+    },
+    address,
+    role,
+  };
+}
 
 export { expectAppError } from "@fundraise/service-kit/testing";
 
