@@ -1,18 +1,17 @@
 import { type ContentStream, UsersRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RouteEntry } from "../plugins/route-table.ts";
-import { createHarness, type Harness } from "../test/harness.ts";
+import type { Harness } from "../test/harness.ts";
 import {
-  adminToken,
   authHeaders,
   type CapturedCall,
-  captureAllRpcs,
   containsValue,
   fillQuery,
   fillUrl,
   type JsonSchema,
   propertiesOf,
   sampleBody,
+  startCapturingGateway,
 } from "../test/route-samples.ts";
 
 // Body keys match case-insensitively on every route with a body (behaviour.md §1), generated from the
@@ -22,9 +21,7 @@ let calls: CapturedCall[];
 let token: string;
 
 beforeAll(async () => {
-  h = await createHarness({ RATE_LIMIT_PER_MINUTE: "1000000", AUTH_RATE_LIMIT_PER_MINUTE: "1000000" });
-  calls = await captureAllRpcs(h);
-  token = await adminToken(h);
+  ({ h, calls, token } = await startCapturingGateway());
 });
 afterAll(() => h.close());
 

@@ -1,18 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { INT32_MAX, type NumberKind, numberKindOf } from "../plugins/plain-numbers.ts";
 import type { RouteEntry } from "../plugins/route-table.ts";
-import { createHarness, type Harness } from "../test/harness.ts";
+import type { Harness } from "../test/harness.ts";
 import {
-  adminToken,
   authHeaders,
   type CapturedCall,
-  captureAllRpcs,
   containsValue,
   fillQuery,
   fillUrl,
   type JsonSchema,
   propertiesOf,
   sampleBody,
+  startCapturingGateway,
 } from "../test/route-samples.ts";
 
 // Every integer or number field of every JSON body, from the gateway's route table: plain decimals only
@@ -23,9 +22,7 @@ let calls: CapturedCall[];
 let token: string;
 
 beforeAll(async () => {
-  h = await createHarness({ RATE_LIMIT_PER_MINUTE: "1000000", AUTH_RATE_LIMIT_PER_MINUTE: "1000000" });
-  calls = await captureAllRpcs(h);
-  token = await adminToken(h);
+  ({ h, calls, token } = await startCapturingGateway());
 });
 afterAll(() => h.close());
 

@@ -6,11 +6,11 @@ import {
   adminToken,
   authHeaders,
   type CapturedCall,
-  captureAllRpcs,
   containsValue,
   fillQuery,
   fillUrl,
   type JsonSchema,
+  startCapturingGateway,
 } from "../test/route-samples.ts";
 
 // Every integer or number in a path or query string of every route, from the gateway's route table:
@@ -20,9 +20,7 @@ let calls: CapturedCall[];
 let token: string;
 
 beforeAll(async () => {
-  h = await createHarness({ RATE_LIMIT_PER_MINUTE: "1000000", AUTH_RATE_LIMIT_PER_MINUTE: "1000000" });
-  calls = await captureAllRpcs(h);
-  token = await adminToken(h);
+  ({ h, calls, token } = await startCapturingGateway());
 });
 afterAll(() => h.close());
 
