@@ -1,10 +1,9 @@
 import { type ContentStream, UsersRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { harnessOfFile } from "@fundraise/service-kit/testing";
+import { describe, expect, it } from "vitest";
 import type { RouteEntry } from "../plugins/route-table.ts";
-import type { Harness } from "../test/harness.ts";
 import {
   authHeaders,
-  type CapturedCall,
   containsValue,
   fillQuery,
   fillUrl,
@@ -16,14 +15,7 @@ import {
 
 // Body keys match case-insensitively on every route with a body (behaviour.md §1), generated from the
 // route table: the RPC request that reaches the bus is the same whatever the casing of the keys.
-let h: Harness;
-let calls: CapturedCall[];
-let token: string;
-
-beforeAll(async () => {
-  ({ h, calls, token } = await startCapturingGateway());
-});
-afterAll(() => h.close());
+const gateway = harnessOfFile(startCapturingGateway);
 
 const CASINGS: Record<string, (key: string) => string> = {
   UPPER: (k) => k.toUpperCase(),
@@ -40,22 +32,22 @@ const NOT_PASSED_ON: Record<string, Record<string, string>> = {
 };
 
 const bodyRoutes = () =>
-  h.app.routeTable.filter(
+  gateway.h.app.routeTable.filter(
     (r) => r.access !== undefined && Object.keys(propertiesOf(r.schema?.body as JsonSchema)).length > 0,
   );
 
 async function sendBody(route: RouteEntry, body: unknown) {
-  calls.length = 0;
-  const res = await h.app.inject({
+  gateway.calls.length = 0;
+  const res = await gateway.h.app.inject({
     method: route.method as "POST",
     url: fillUrl(route) + fillQuery(route),
-    headers: authHeaders(route, token),
+    headers: authHeaders(route, gateway.token),
     payload: body as Record<string, unknown>,
   });
   const where = `${route.method} ${route.url} ${JSON.stringify(body)}`;
   expect(res.statusCode, `${where}: ${res.body}`).toBe(409);
-  expect(calls, where).toHaveLength(1);
-  return withStreamedContent(calls[0]?.request);
+  expect(gateway.calls, where).toHaveLength(1);
+  return withStreamedContent(gateway.calls[0]?.request);
 }
 
 /**
@@ -65,7 +57,7 @@ async function sendBody(route: RouteEntry, body: unknown) {
 function withStreamedContent(request: unknown): unknown {
   const project = (request as { project?: { content?: ContentStream | null } } | undefined)?.project;
   if (!project?.content) return request;
-  const hex = h.uploads.hexOf(project.content) ?? {};
+  const hex = gateway.h.uploads.hexOf(project.content) ?? {};
   const content = { fileHex: hex.whitepaper ?? null, imageUrl: hex.image ?? null };
   return { ...(request as object), project: { ...project, content } };
 }
@@ -113,11 +105,11 @@ describe("body keys in any casing", () => {
   });
 
   it("updates name and e-mail from exactly what the web client sends to PUT /User/Update/", async () => {
-    calls.length = 0;
-    const res = await h.app.inject({
+    gateway.calls.length = 0;
+    const res = await gateway.h.app.inject({
       method: "PUT",
       url: "/User/Update/",
-      headers: { authorization: `Bearer ${token}` },
+      headers: { authorization: `Bearer ${gateway.token}` },
       payload: {
         Username: "ada",
         Name: "Ada",
@@ -127,7 +119,7 @@ describe("body keys in any casing", () => {
       },
     });
     expect(res.statusCode).toBe(409);
-    expect(calls).toEqual([
+    expect(gateway.calls).toEqual([
       {
         name: UsersRpc.update.name,
         request: {

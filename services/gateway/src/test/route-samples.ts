@@ -152,9 +152,16 @@ export async function adminToken(h: Harness): Promise<string> {
 }
 
 /** The route-table suites' gateway: no rate limits, every RPC captured (`captureAllRpcs`), an admin's token. */
-export async function startCapturingGateway(): Promise<{ h: Harness; calls: CapturedCall[]; token: string }> {
+export interface CapturingGateway {
+  h: Harness;
+  calls: CapturedCall[];
+  token: string;
+  stop(): Promise<void>;
+}
+
+export async function startCapturingGateway(): Promise<CapturingGateway> {
   const h = await createHarness({ RATE_LIMIT_PER_MINUTE: "1000000", AUTH_RATE_LIMIT_PER_MINUTE: "1000000" });
-  return { h, calls: await captureAllRpcs(h), token: await adminToken(h) };
+  return { h, calls: await captureAllRpcs(h), token: await adminToken(h), stop: () => h.close() };
 }
 
 export function authHeaders(route: RouteEntry, token: string): Record<string, string> {
