@@ -4,6 +4,7 @@ import { ErrorCode, type EventDescriptor, errors, type PayloadOf, validatorOf } 
 import type { ChannelModel, ConfirmChannel, Options } from "amqplib";
 import type { Logger } from "pino";
 import type { PublishOptions } from "./bus.ts";
+import { ChannelHolder } from "./channel-holder.ts";
 import { encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { amqpTimestamp, compactHeaders, Header, type MessageKind } from "./headers.ts";
@@ -21,14 +22,9 @@ export interface EventPublisherOptions {
  * Publishes events (and the subscriber's retries and dead letters) on a confirm channel: a publish resolves
  * once the broker has taken the message.
  */
-export class EventPublisher {
-  private confirmChannel: ConfirmChannel | undefined;
-  private opening: Promise<ConfirmChannel> | undefined;
-
-  constructor(private readonly bus: EventPublisherOptions) {}
-
-  get channel(): ConfirmChannel | undefined {
-    return this.confirmChannel;
+export class EventPublisher extends ChannelHolder<ConfirmChannel> {
+  constructor(private readonly bus: EventPublisherOptions) {
+    super();
   }
 
   async publish<D extends EventDescriptor>(
@@ -87,9 +83,9 @@ export class EventPublisher {
         return;
       } catch (error) {
         lastError = error;
-        if (channel && this.confirmChannel === channel && !(error instanceof ConfirmTimeout)) {
+        if (channel && this.channel === channel && !(error instanceof ConfirmTimeout)) {
           // A publish can fail before the channel's close event arrives: never hand out that channel again.
-          this.confirmChannel = undefined;
+          this.forget(channel);
           channel.close().catch(() => undefined);
         }
         this.bus.log.debug({ err: error, exchange, routingKey }, "publish not confirmed; retrying");
@@ -98,29 +94,17 @@ export class EventPublisher {
     }
   }
 
-  /** Opens the confirm channel; the bus does so on every new connection. */
-  async open(connection: ChannelModel): Promise<ConfirmChannel> {
+  /** The confirm channel events go out on. */
+  protected async create(connection: ChannelModel): Promise<ConfirmChannel> {
     const channel = await connection.createConfirmChannel();
     channel.on("error", (error: Error) => this.bus.log.warn({ err: error }, "publisher channel error"));
-    channel.on("close", () => {
-      if (this.confirmChannel === channel) this.confirmChannel = undefined;
-    });
-    this.confirmChannel = channel;
     return channel;
   }
 
-  /** The connection is gone, and the channel with it. */
-  detach(): void {
-    this.confirmChannel = undefined;
-  }
-
   private async getChannel(timeoutMs: number): Promise<ConfirmChannel> {
-    if (this.confirmChannel) return this.confirmChannel;
+    if (this.channel) return this.channel;
     const connection = await this.bus.manager.waitConnected(timeoutMs);
-    this.opening ??= this.open(connection).finally(() => {
-      this.opening = undefined;
-    });
-    return this.opening;
+    return this.openOnce(connection);
   }
 }
 

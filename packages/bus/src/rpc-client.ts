@@ -11,6 +11,7 @@ import {
 import type { Channel, ChannelModel, ConsumeMessage, Message, Options } from "amqplib";
 import type { Logger } from "pino";
 import type { Answer, CallOptions } from "./bus.ts";
+import { ChannelHolder } from "./channel-holder.ts";
 import { decodeBody, encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { amqpTimestamp, compactHeaders, Header, type MessageKind, readReply } from "./headers.ts";
@@ -25,6 +26,8 @@ import {
   unbatch,
 } from "./rpc-batch.ts";
 import { Exchanges, REPLY_TO } from "./topology.ts";
+
+const CONNECTION_LOST = "The connection to the message broker was lost.";
 
 export interface RpcClientOptions {
   log: Logger;
@@ -57,16 +60,12 @@ interface Outgoing extends BatchEntry {
  * replies that come back through direct reply-to on the same channel. Calls of one RPC made in the same
  * turn of the event loop go out as one message (rpc-batch.ts).
  */
-export class RpcClient {
-  private rpcChannel: Channel | undefined;
-  private rpcOpening: Promise<Channel> | undefined;
+export class RpcClient extends ChannelHolder<Channel> {
   private readonly pending = new Map<string, PendingCall>();
   private readonly outgoing = new Coalescer<Outgoing>((name, calls) => this.publish(name, calls));
 
-  constructor(private readonly bus: RpcClientOptions) {}
-
-  get channel(): Channel | undefined {
-    return this.rpcChannel;
+  constructor(private readonly bus: RpcClientOptions) {
+    super();
   }
 
   async call<D extends RpcDescriptor>(
@@ -131,27 +130,25 @@ export class RpcClient {
     });
   }
 
-  /** Opens the channel calls go out and replies come back on; the bus does so on every new connection. */
-  async open(connection: ChannelModel): Promise<Channel> {
+  /** The channel calls go out and replies come back on. */
+  protected async create(connection: ChannelModel): Promise<Channel> {
     const channel = await connection.createChannel();
     channel.on("error", (error: Error) => this.bus.log.warn({ err: error }, "RPC client channel error"));
     channel.on("return", (message: Message) => this.onReturn(message));
-    channel.on("close", () => {
-      if (this.rpcChannel !== channel) return;
-      this.rpcChannel = undefined;
-      // Replies come back on this channel only: whatever was in flight will never be answered.
-      this.failPending("The connection to the message broker was lost.");
-    });
     // Direct reply-to: no reply queue to declare or clean up; the consumer must exist before the first call.
     await channel.consume(REPLY_TO, (message) => this.onReply(message), { noAck: true });
-    this.rpcChannel = channel;
     return channel;
   }
 
+  /** Replies come back on this channel only: whatever was in flight will never be answered. */
+  protected override closed(): void {
+    this.failPending(CONNECTION_LOST);
+  }
+
   /** The connection is gone, and with it the channel every pending reply would have come back on. */
-  detach(): void {
-    this.rpcChannel = undefined;
-    this.failPending("The connection to the message broker was lost.");
+  override detach(): void {
+    super.detach();
+    this.failPending(CONNECTION_LOST);
   }
 
   failPending(message: string): void {
@@ -166,14 +163,11 @@ export class RpcClient {
   }
 
   private async getChannel(): Promise<Channel> {
-    if (this.rpcChannel) return this.rpcChannel;
+    if (this.channel) return this.channel;
     const connection = this.bus.manager.connection;
     if (!connection) throw brokerUnavailable();
-    this.rpcOpening ??= this.open(connection).finally(() => {
-      this.rpcOpening = undefined;
-    });
     try {
-      return await this.rpcOpening;
+      return await this.openOnce(connection);
     } catch (error) {
       throw errors.unavailable(ErrorCode.BROKER_UNAVAILABLE, "The message broker is not reachable.", {
         cause: error,
@@ -187,7 +181,7 @@ export class RpcClient {
     const live = calls.filter((call) => this.pending.has(call.correlationId));
     for (const message of messagesOf(RpcBatch.REQUESTS, this.bus.service, live)) {
       try {
-        const channel = this.rpcChannel;
+        const channel = this.channel;
         if (!channel) throw new Error("no channel to the broker");
         const latest = Math.max(...message.entries.map((call) => call.deadline));
         channel.publish(Exchanges.RPC, name, message.body, {

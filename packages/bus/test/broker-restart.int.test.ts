@@ -2,7 +2,7 @@ import { HTTP_STATUS_OF_KIND, isAppError } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AmqpBus, createAmqpBus } from "../src/index.ts";
 import { type BrokerNode, startBrokerNode, waitFor } from "../src/testing/index.ts";
-import { sleep, TestEvents, TestRpc, testLogger } from "./helpers/index.ts";
+import { rejection, sleep, TestEvents, TestRpc, testLogger } from "./helpers/index.ts";
 
 // The broker really stops and starts (`rabbitmqctl stop_app` / `start_app`): a RabbitMQ node of this
 // file's own, so the shared local broker that other files use in parallel is never touched. (The outbox
@@ -39,15 +39,6 @@ afterAll(async () => {
   await server?.close();
   await node?.dispose();
 });
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected a rejection");
-}
 
 const delivered = (n: number) => deliveries.filter((d) => d.n === n).length;
 

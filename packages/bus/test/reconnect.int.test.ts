@@ -2,7 +2,7 @@ import { isAppError } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AmqpBus, createAmqpBus } from "../src/index.ts";
 import { createTestVhost, type TestVhost, waitFor } from "../src/testing/index.ts";
-import { sleep, TestEvents, TestRpc, testLogger } from "./helpers/index.ts";
+import { rejection, sleep, TestEvents, TestRpc, testLogger } from "./helpers/index.ts";
 
 let vhost: TestVhost;
 let client: AmqpBus;
@@ -32,15 +32,6 @@ afterAll(async () => {
   await server?.close();
   await vhost?.dispose();
 });
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected a rejection");
-}
 
 async function bothConnected(): Promise<void> {
   await waitFor(() => client.isConnected() && server.isConnected(), 15_000, "both buses reconnected");

@@ -3,21 +3,12 @@ import Type from "typebox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AmqpBus, createAmqpBus, withMessage } from "../src/index.ts";
 import { createTestVhost, type TestVhost, waitFor } from "../src/testing/index.ts";
-import { sleep, TestRpc, testLogger } from "./helpers/index.ts";
+import { rejection, sleep, TestRpc, testLogger } from "./helpers/index.ts";
 
 let vhost: TestVhost;
 let client: AmqpBus;
 let server: AmqpBus;
 const log = testLogger();
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected a rejection");
-}
 
 beforeAll(async () => {
   vhost = await createTestVhost();

@@ -19,23 +19,8 @@ export {
   type LogFilter,
   type RawLog,
 } from "./chain-client.ts";
-export {
-  type AbiFunctionName,
-  type AuctionContract,
-  auctionAt,
-  type BidCoinContract,
-  bidCoinAt,
-  type FactoryContract,
-  factoryAt,
-  type ProjectTokenContract,
-  projectTokenAt,
-  type RegistryContract,
-  registryAt,
-  type StablecoinContract,
-  stablecoinAt,
-  type TypedContract,
-  withRunner,
-} from "./contracts.ts";
+// The typed contracts and their `…At` constructors: all of contracts.ts.
+export * from "./contracts.ts";
 export {
   anvilDemoSetup,
   confirm,

@@ -208,6 +208,33 @@ export async function deployFresh(url: string, options: DeployOptions = {}): Pro
   return { deployment, provider, signers };
 }
 
+/** A test file's own chain: anvil with the platform deployed on it. */
+export type FreshChain = FreshDeployment & {
+  anvil: AnvilInstance;
+  /** Closes the provider and stops anvil. */
+  stop(): Promise<void>;
+};
+
+/** Starts anvil (`options`) and deploys the platform on it (`deployFresh`); anvil stops again if that fails. */
+export async function startFreshChain(options: AnvilOptions = {}): Promise<FreshChain> {
+  const anvil = await startAnvil(options);
+  let fresh: FreshDeployment;
+  try {
+    fresh = await deployFresh(anvil.url);
+  } catch (error) {
+    await anvil.stop();
+    throw error;
+  }
+  return {
+    ...fresh,
+    anvil,
+    async stop() {
+      fresh.provider.destroy();
+      await anvil.stop();
+    },
+  };
+}
+
 // ---------------------------------------------------------------- chain control
 
 /** Takes an `evm_snapshot`; pass the id to `revertTo`. */

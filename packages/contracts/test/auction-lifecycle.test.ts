@@ -3,6 +3,7 @@ import { AuctionStatus } from "../src/auction-types.ts";
 import { auctionAt, withRunner } from "../src/contracts.ts";
 import { setNextBlockTimestamp } from "../src/testing.ts";
 import {
+  addr,
   bid,
   type Chain,
   createAuction,
@@ -19,7 +20,6 @@ import {
 } from "./helpers.ts";
 
 const chain = useChain();
-const addr = (c: Chain, index: number): string => signer(c, index).address;
 const [b1, b2] = roles.bidders;
 
 /** An FCFS auction (100 tokens at 1 bid coin each) stands in for the behaviour all types share. */

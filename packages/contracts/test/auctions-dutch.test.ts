@@ -3,8 +3,8 @@ import { AuctionStatus } from "../src/auction-types.ts";
 import { withRunner } from "../src/contracts.ts";
 import { setNextBlockTimestamp } from "../src/testing.ts";
 import {
+  addr,
   bid,
-  type Chain,
   createAuction,
   E18,
   eventIn,
@@ -20,7 +20,6 @@ import {
 } from "./helpers.ts";
 
 const chain = useChain();
-const addr = (c: Chain, index: number): string => signer(c, index).address;
 const [b1, b2, b3] = roles.bidders;
 
 /** Price 10 -> 2 coins per token over 1,000 running seconds: it falls 0.008 coin per second. */

@@ -3,12 +3,14 @@ import { AuctionStatus } from "../src/auction-types.ts";
 import { withRunner } from "../src/contracts.ts";
 import { setNextBlockTimestamp } from "../src/testing.ts";
 import {
+  addr,
   bid,
   type Chain,
   createAuction,
   E18,
   eventIn,
   expectRevert,
+  MINTER_ROLE,
   mineAt,
   namesIn,
   roles,
@@ -19,9 +21,7 @@ import {
 } from "./helpers.ts";
 
 const chain = useChain();
-const addr = (c: Chain, index: number): string => signer(c, index).address;
 const [b1, b2, b3] = roles.bidders;
-const MINTER_ROLE = "0x9f2df0fed2c77648de5860a4cc508cd0818c85b8b8a1ab4ceeef8d981c8956a6";
 
 async function bidCoinOf(c: Chain, index: number): Promise<bigint> {
   return await c.bidCoin.balanceOf(addr(c, index));

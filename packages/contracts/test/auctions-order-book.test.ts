@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { AuctionStatus } from "../src/auction-types.ts";
 import { withRunner } from "../src/contracts.ts";
 import {
+  addr,
   bid,
-  type Chain,
   createAuction,
   E18,
   eventIn,
@@ -19,7 +19,6 @@ import {
 } from "./helpers.ts";
 
 const chain = useChain();
-const addr = (c: Chain, index: number): string => signer(c, index).address;
 const [b1, b2, b3, b4] = roles.bidders;
 
 function progress(receipt: Parameters<typeof eventsIn>[0], variable: string): bigint | undefined {

@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { withRunner } from "../src/contracts.ts";
-import { type Chain, E18, eventIn, expectRevert, namesIn, roles, send, signer, useChain } from "./helpers.ts";
+import { addr, E18, eventIn, expectRevert, namesIn, roles, send, signer, useChain } from "./helpers.ts";
 
 const chain = useChain();
-const addr = (c: Chain, index: number): string => signer(c, index).address;
 const user = roles.proposer;
 
 describe("BidCoin", () => {

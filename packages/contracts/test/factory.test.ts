@@ -6,12 +6,14 @@ import { fcfsAuctionAbi, fcfsAuctionBytecode } from "../src/generated/fcfs-aucti
 import { waitForReceipt } from "../src/provider.ts";
 import { setNextBlockTimestamp } from "../src/testing.ts";
 import {
+  addr,
   approvedProject,
   type Chain,
   createAuction,
   E18,
   eventIn,
   expectRevert,
+  MINTER_ROLE,
   namesIn,
   projectHash,
   roles,
@@ -23,8 +25,6 @@ import {
 
 const chain = useChain();
 const as = (c: Chain, index: number): FactoryContract => withRunner(c.factory, signer(c, index));
-const addr = (c: Chain, index: number): string => signer(c, index).address;
-const MINTER_ROLE = "0x9f2df0fed2c77648de5860a4cc508cd0818c85b8b8a1ab4ceeef8d981c8956a6"; // keccak256("MINTER_ROLE")
 
 /** Valid parameters for each type: [supply, rate, finalRate, limit]. */
 const validParams: Record<(typeof AUCTION_TYPES)[number], bigint[]> = {

@@ -85,6 +85,12 @@ export function signer(chain: Chain, index: number): JsonRpcSigner {
   return wallet;
 }
 
+/** The address of anvil account `index`. */
+export const addr = (chain: Chain, index: number): string => signer(chain, index).address;
+
+/** keccak256("MINTER_ROLE"): the role that lets an auction mint its project token. */
+export const MINTER_ROLE = "0x9f2df0fed2c77648de5860a4cc508cd0818c85b8b8a1ab4ceeef8d981c8956a6";
+
 /**
  * Starts anvil and deploys once per test file (threshold 50%, three whitelisted voters, a viewer and a
  * blacklisted account, bidders funded with 1,000,000 bid coin); every test starts from that state.

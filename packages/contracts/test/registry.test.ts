@@ -6,6 +6,7 @@ import { waitForReceipt } from "../src/provider.ts";
 import { ADMIN_ROLE, roleOf, UserStatus } from "../src/roles.ts";
 import { mine } from "../src/testing.ts";
 import {
+  addr,
   type Chain,
   eventIn,
   eventsIn,
@@ -21,7 +22,6 @@ import {
 const chain = useChain();
 
 const as = (c: Chain, index: number): RegistryContract => withRunner(c.registry, signer(c, index));
-const addr = (c: Chain, index: number): string => signer(c, index).address;
 
 /** A separate registry with its own threshold and `voters` whitelisted (anvil account numbers). */
 async function registryWith(

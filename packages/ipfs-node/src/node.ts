@@ -1,13 +1,12 @@
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
-import { FsBlockstore } from "blockstore-fs";
-import busboy from "busboy";
 import { exporter } from "ipfs-unixfs-exporter";
-import { type ImportCandidate, importer } from "ipfs-unixfs-importer";
-import { CID } from "multiformats/cid";
-import { type AddOptions, discardingStore, importerOptions, KUBO_ADD_DEFAULTS } from "./unixfs.ts";
+import { importParts } from "./add.ts";
+import { ipfsPath, isNotFound, parseAddOptions, RpcError } from "./rpc-args.ts";
+import { openStore } from "./store.ts";
+import { discardingStore } from "./unixfs.ts";
+
+export { parseAddOptions };
 
 /**
  * A STAND-IN for Kubo, not Kubo: an HTTP server on loopback that answers the few Kubo RPC API calls the
@@ -33,197 +32,17 @@ export interface IpfsNode {
 
 export const STAND_IN_VERSION = "0.1.0-fundraise-stand-in";
 
-class RpcError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** Kubo's query flags: `true`, `false`, `1`, `0`, or present without a value. */
-function flag(query: URLSearchParams, name: string): boolean | undefined {
-  const value = query.get(name);
-  if (value === null) return undefined;
-  if (value === "" || value === "true" || value === "1") return true;
-  if (value === "false" || value === "0") return false;
-  throw new RpcError(400, `option "${name}": invalid boolean "${value}"`);
-}
-
-/** What a Kubo-RPC client may send to `add` and this node honours or harmlessly ignores. */
-const ADD_OPTIONS = new Set([
-  "cid-version",
-  "raw-leaves",
-  "chunker",
-  "trickle",
-  "wrap-with-directory",
-  "pin",
-  "only-hash",
-  "hash",
-  "progress",
-  "stream-channels",
-  "quiet",
-  "quieter",
-  "silent",
-  "timeout",
-]);
-
-export function parseAddOptions(query: URLSearchParams): AddOptions & { pin: boolean; onlyHash: boolean } {
-  for (const key of query.keys()) {
-    if (!ADD_OPTIONS.has(key)) throw new RpcError(400, `option "${key}" is not supported by this stand-in`);
-  }
-  const version = query.get("cid-version") ?? "0";
-  if (version !== "0" && version !== "1") throw new RpcError(400, `unknown CID version "${version}"`);
-  const cidVersion = version === "1" ? 1 : 0;
-  const hash = query.get("hash") ?? "sha2-256";
-  if (hash !== "sha2-256") throw new RpcError(400, `hash "${hash}" is not supported by this stand-in`);
-  const chunker = query.get("chunker") ?? `size-${KUBO_ADD_DEFAULTS.chunkSize}`;
-  const size = /^size-([0-9]{1,9})$/.exec(chunker);
-  const chunkSize = size ? Number(size[1]) : 0;
-  if (chunkSize < 1 || chunkSize > 1_048_576) {
-    throw new RpcError(400, `chunker "${chunker}" is not supported by this stand-in (size-<n> only)`);
-  }
-  return {
-    cidVersion,
-    // Kubo: raw leaves by default with CIDv1, none with CIDv0.
-    rawLeaves: flag(query, "raw-leaves") ?? cidVersion === 1,
-    chunkSize,
-    trickle: flag(query, "trickle") ?? false,
-    wrapWithDirectory: flag(query, "wrap-with-directory") ?? false,
-    pin: flag(query, "pin") ?? true,
-    onlyHash: flag(query, "only-hash") ?? false,
-  };
-}
-
-/** `Qm…`, `/ipfs/Qm…/a/b` → `Qm…/a/b`, checked. */
-function ipfsPath(arg: string | null): { path: string; root: CID } {
-  if (arg === null || arg === "") throw new RpcError(400, 'argument "ipfs-path" is required');
-  const path = arg.replace(/^\/ipfs\//, "");
-  const [first] = path.split("/");
-  try {
-    return { path, root: CID.parse(first ?? "") };
-  } catch {
-    throw new RpcError(500, `invalid path "${arg}": invalid cid`);
-  }
-}
-
-function isNotFound(error: unknown): boolean {
-  return (error as { name?: string } | null)?.name === "NotFoundError";
-}
-
-/** A queue the multipart parser pushes into and the importer pulls from (one part at a time). */
-function partQueue() {
-  const items: (ImportCandidate | Error | null)[] = [];
-  let wake: (() => void) | undefined;
-  const push = (item: ImportCandidate | Error | null) => {
-    items.push(item);
-    wake?.();
-  };
-  async function* drain(): AsyncGenerator<ImportCandidate> {
-    for (;;) {
-      const item = items.shift();
-      if (item === undefined) {
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-        });
-        wake = undefined;
-        continue;
-      }
-      if (item === null) return;
-      if (item instanceof Error) throw item;
-      yield item;
-    }
-  }
-  return { push, drain };
-}
-
-/**
- * The block store as adds write to it: each block written once, as Kubo does. blockstore-fs writes a
- * block through a temporary file named after the block and renames it; two adds of the same bytes at once
- * (six Adds of one whitepaper) wrote one block from two writers, and the writer that found its temporary
- * file renamed away retried its rename ten times, 100 ms apart: 0.9 s per shared block. A block being
- * written is waited for, a block already stored is not written again.
- */
-function writingOnce(blocks: FsBlockstore): Pick<FsBlockstore, "put"> {
-  const writing = new Map<string, Promise<CID>>();
-  return {
-    put(cid, bytes, options) {
-      // The file is named by the multihash: CIDs that differ only in version or codec share it.
-      const key = Buffer.from(cid.multihash.bytes).toString("hex");
-      const pending = writing.get(key);
-      if (pending) return pending;
-      const write = (async () => ((await blocks.has(cid)) ? cid : blocks.put(cid, bytes, options)))().finally(
-        () => writing.delete(key),
-      );
-      writing.set(key, write);
-      return write;
-    },
-  };
-}
-
 export async function startIpfsNode(options: IpfsNodeOptions): Promise<IpfsNode> {
-  const blocks = new FsBlockstore(join(options.dataDir, "blocks"));
-  const blockWrites = writingOnce(blocks);
-  await mkdir(options.dataDir, { recursive: true });
-  await blocks.open();
-  const pinFile = join(options.dataDir, "pins.json");
-  const pins = new Set<string>(
-    await readFile(pinFile, "utf8").then(
-      (text) => JSON.parse(text) as string[],
-      () => [],
-    ),
-  );
-  let pinWrites: Promise<void> = Promise.resolve();
-  const savePins = () => {
-    const snapshot = JSON.stringify([...pins].sort());
-    pinWrites = pinWrites.then(async () => {
-      await writeFile(`${pinFile}.tmp`, snapshot);
-      await rename(`${pinFile}.tmp`, pinFile);
-    });
-    return pinWrites;
-  };
+  const store = await openStore(options.dataDir);
+  const { blocks, pins, savePins } = store;
 
   async function add(req: IncomingMessage, res: ServerResponse, query: URLSearchParams): Promise<void> {
     const opts = parseAddOptions(query);
-    if (!(req.headers["content-type"] ?? "").startsWith("multipart/form-data")) {
-      throw new RpcError(400, "file argument 'path' is required");
-    }
-    const queue = partQueue();
-    const parser = busboy({ headers: req.headers, preservePath: true, limits: { fieldSize: 1024 } });
-    parser.on("file", (_name, stream, info) => {
-      const path = decodeURIComponent(info.filename ?? "").replace(/^\/+/, "");
-      if (info.mimeType === "application/x-directory") {
-        stream.resume();
-        queue.push({ path });
-      } else {
-        queue.push({ path, content: stream });
-      }
-    });
-    parser.on("close", () => queue.push(null));
-    parser.on("error", (err) => queue.push(err instanceof Error ? err : new Error(String(err))));
-    req.on("error", (err) => queue.push(err));
-    req.pipe(parser);
-    const store = opts.onlyHash ? discardingStore : blockWrites;
-    const results: { Name: string; Hash: string; Size: string }[] = [];
-    const roots: CID[] = [];
-    // One file at a time: the multipart parts arrive in order, and the parser gives the next part only
-    // once this one's content is read (a wider batch would wait for a part that cannot come yet).
-    for await (const entry of importer(queue.drain(), store, {
-      ...importerOptions(opts),
-      fileImportConcurrency: 1,
-    })) {
-      const cid = entry.cid.toString();
-      const path = entry.path ?? "";
-      // Kubo names a nameless file by its CID, and the wrapping directory "".
-      results.push({
-        Name: path || (opts.wrapWithDirectory ? "" : cid),
-        Hash: cid,
-        Size: String(entry.size),
-      });
-      if (opts.wrapWithDirectory ? path === "" : !path.includes("/")) roots.push(entry.cid);
-    }
-    if (results.length === 0) throw new RpcError(400, "file argument 'path' is required");
+    const { results, roots } = await importParts(
+      req,
+      opts,
+      opts.onlyHash ? discardingStore : store.blockWrites,
+    );
     if (opts.pin && !opts.onlyHash) {
       for (const root of roots) pins.add(root.toString());
       await savePins();
@@ -373,8 +192,7 @@ export async function startIpfsNode(options: IpfsNodeOptions): Promise<IpfsNode>
           server.close(() => resolve());
           server.closeAllConnections();
         });
-        await pinWrites.catch(() => undefined);
-        await blocks.close();
+        await store.close();
       })();
       return stopped;
     },

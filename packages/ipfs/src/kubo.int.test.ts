@@ -2,8 +2,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ErrorCode, StorageErrorCode } from "@fundraise/protocol";
 import { silentLogger } from "@fundraise/service-kit";
-import { afterEach, describe, expect, it } from "vitest";
 import { expectAppError } from "@fundraise/service-kit/testing";
+import { afterEach, describe, expect, it } from "vitest";
 import { checkIpfs, createKuboIpfs } from "./kubo.ts";
 
 /** Fake HTTP servers standing in for a misbehaving Kubo: silent, or with other import settings. */

@@ -7,7 +7,6 @@ import {
   type JournalFactory,
   type JournalHost,
 } from "@fundraise/bus";
-import type { JournalMode } from "@fundraise/protocol";
 import type { Channel, ConsumeMessage, Options } from "amqplib";
 import { Encoder } from "cbor-x";
 import { withoutBytes } from "./printable.ts";
@@ -64,13 +63,7 @@ export class JournalWriter implements BusJournal {
    * Keeps what `mode` says of a message: nothing, the body as sent, or (`"without-bytes"`) `value`, the
    * message before encoding, with each byte string replaced by its length.
    */
-  copyAs(
-    mode: JournalMode,
-    routingKey: string,
-    body: Buffer,
-    value: unknown,
-    properties: Options.Publish,
-  ): void {
+  readonly copyAs: BusJournal["copyAs"] = (mode, routingKey, body, value, properties) => {
     if (mode === false) return;
     if (mode === true) {
       this.copy(routingKey, body, properties);
@@ -78,7 +71,7 @@ export class JournalWriter implements BusJournal {
     }
     const summary = encodeBody(withoutBytes(value));
     this.copy(routingKey, summary.body, { ...properties, contentType: summary.contentType });
-  }
+  };
 
   /** Keeps a copy of a message published to `routingKey` on `rpc` (or a reply sent to a caller). */
   copy(routingKey: string, body: Buffer, properties: Options.Publish): void {

@@ -63,15 +63,13 @@ afterAll(async () => {
   await vhost?.dispose();
 });
 
+/** A relay of the `projects` outbox on the test database and bus; `options` as the test needs. */
+const relayOf = (options: Partial<Parameters<typeof createOutboxRelay>[0]> = {}) =>
+  createOutboxRelay({ pool: db.pool, bus, schema: "projects", logger: log, ...options });
+
 describe("outbox", () => {
   it("publishes exactly the committed rows, in order, and marks them published", async () => {
-    const relay = createOutboxRelay({
-      pool: db.pool,
-      bus,
-      schema: "projects",
-      logger: log,
-      autoStart: false,
-    });
+    const relay = relayOf({ autoStart: false });
     const committed = await transaction(db.pool, async (tx) => {
       await tx.query("INSERT INTO projects.project (name) VALUES ('kept')");
       const ids: string[] = [];
@@ -122,13 +120,7 @@ describe("outbox", () => {
 
   it("wakes on commit through LISTEN/NOTIFY and carries bytes", async () => {
     // A poll interval far beyond the test: only the notification can make this publish in time.
-    const relay = createOutboxRelay({
-      pool: db.pool,
-      bus,
-      schema: "projects",
-      logger: log,
-      intervalMs: 60_000,
-    });
+    const relay = relayOf({ intervalMs: 60_000 });
     try {
       // The relay listens on a pooled connection of its own; the notification needs it in place.
       await waitFor(
@@ -165,16 +157,7 @@ describe("outbox", () => {
     await transaction(db.pool, async (tx) => {
       for (let n = 100; n < 140; n++) await enqueue(tx, TestEvents.happened, { n }, { schema: "projects" });
     });
-    const relays = [1, 2, 3].map(() =>
-      createOutboxRelay({
-        pool: db.pool,
-        bus,
-        schema: "projects",
-        logger: log,
-        autoStart: false,
-        batchSize: 5,
-      }),
-    );
+    const relays = [1, 2, 3].map(() => relayOf({ autoStart: false, batchSize: 5 }));
     const counts = await Promise.all(relays.map((relay) => relay.runOnce()));
     expect(counts.reduce((a, b) => a + b, 0)).toBe(40);
     await waitFor(() => delivered.length - start >= 40, 10_000, "forty events");
@@ -337,13 +320,7 @@ describe("outbox relay's LISTEN connection", () => {
 
 describe("enqueueMany", () => {
   it("writes many events in a few statements, published in the order given; none when rolled back", async () => {
-    const relay = createOutboxRelay({
-      pool: db.pool,
-      bus,
-      schema: "projects",
-      logger: log,
-      autoStart: false,
-    });
+    const relay = relayOf({ autoStart: false });
     // More than one statement's worth (2,000 rows each).
     const numbers = Array.from({ length: 2_500 }, (_, i) => 10_000 + i);
     const ids = await transaction(db.pool, (tx) =>

@@ -4,7 +4,11 @@
  * exactly two places: the bus (to and from a reply) and the gateway (to an HTTP status).
  */
 
-export const ERROR_KINDS = [
+/**
+ * Kinds that are a final answer about the message itself (wrong, refused, already done): another try
+ * gives the same answer. Consumers dead-letter these at once and retry everything else.
+ */
+const FINAL = [
   "validation",
   "unauthenticated",
   "forbidden",
@@ -13,11 +17,9 @@ export const ERROR_KINDS = [
   "gone",
   "payload_too_large",
   "unprocessable",
-  "rate_limited",
-  "unavailable",
-  "timeout",
-  "internal",
 ] as const;
+
+export const ERROR_KINDS = [...FINAL, "rate_limited", "unavailable", "timeout", "internal"] as const;
 export type ErrorKind = (typeof ERROR_KINDS)[number];
 
 /** HTTP status per kind. A Record, so a new kind fails type-checking until it has a status. */
@@ -39,20 +41,8 @@ export const HTTP_STATUS_OF_KIND: Record<ErrorKind, number> = {
 /** Kinds worth another try later: the failure is in a dependency, not in the message. */
 const RETRYABLE: ReadonlySet<ErrorKind> = new Set(["unavailable", "timeout"]);
 
-/**
- * Kinds that are a final answer about the message itself (wrong, refused, already done): another try
- * gives the same answer. Consumers dead-letter these at once and retry everything else.
- */
-export const FINAL_KINDS: ReadonlySet<ErrorKind> = new Set([
-  "validation",
-  "unauthenticated",
-  "forbidden",
-  "not_found",
-  "conflict",
-  "gone",
-  "payload_too_large",
-  "unprocessable",
-]);
+/** The final kinds (above): dead-lettered at once. */
+export const FINAL_KINDS: ReadonlySet<ErrorKind> = new Set(FINAL);
 
 export function isErrorKind(value: unknown): value is ErrorKind {
   return typeof value === "string" && (ERROR_KINDS as readonly string[]).includes(value);

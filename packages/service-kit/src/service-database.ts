@@ -1,5 +1,6 @@
 import type { Bus } from "@fundraise/bus";
 import type { SqlPool } from "@fundraise/outbox";
+import type { Logger } from "./logger.ts";
 import { createOrm, type Orm, type OrmSetup } from "./orm.ts";
 import { type ServiceOutbox, startOutbox } from "./outbox.ts";
 import type { Closers } from "./shutdown.ts";
@@ -30,4 +31,13 @@ export async function openServiceDatabase(
     await orm.close();
   });
   return { orm, outbox, pool };
+}
+
+/** `openServiceDatabase` from an app's deps (`config.db.url`, log, bus, shutdown) and its own schema. */
+export function openAppDatabase(
+  deps: { config: { db: { url: string } }; log: Logger; bus: Pick<Bus, "publish">; shutdown: Closers },
+  own: Pick<OrmSetup, "schema" | "entities" | "migrations">,
+): Promise<ServiceDatabase> {
+  const { config, log, bus, shutdown } = deps;
+  return openServiceDatabase({ url: config.db.url, ...own, log, bus, shutdown });
 }

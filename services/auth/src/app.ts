@@ -1,6 +1,6 @@
 import { checkChainId, createChainClient, loadDeployment } from "@fundraise/contracts";
 import { UsersRpc } from "@fundraise/protocol";
-import { type AppDeps, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import { type AppDeps, openAppDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import { createChainReader } from "./chain/chain.ts";
 import type { AuthConfig } from "./config.ts";
@@ -39,14 +39,10 @@ const VERIFICATION_RETENTION_MS = 30 * 86_400_000;
 export async function startAuthApp(deps: AppDeps<AuthConfig>): Promise<AuthApp> {
   const { config, log, bus, shutdown } = deps;
   const deployment = loadDeployment(config.chain.deploymentFile);
-  const { orm, outbox, pool } = await openServiceDatabase({
-    url: config.db.url,
+  const { orm, outbox, pool } = await openAppDatabase(deps, {
     schema: AUTH_SCHEMA,
     entities: [SigningKey, EmailVerification],
     migrations,
-    log,
-    bus,
-    shutdown,
   });
   const em = () => orm.em.fork();
 

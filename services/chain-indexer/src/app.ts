@@ -1,5 +1,5 @@
 import { checkChainId, createChainClient, loadDeployment } from "@fundraise/contracts";
-import { type AppDeps, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import { type AppDeps, openAppDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import pg from "pg";
 import type { ChainIndexerConfig } from "./config.ts";
@@ -24,15 +24,7 @@ export async function startChainIndexerApp(deps: AppDeps<ChainIndexerConfig>): P
   await checkChainId(chain, deployment.chainId, (err) =>
     log.warn({ err }, "the chain is unreachable; indexing starts when it answers"),
   );
-  const { orm, outbox } = await openServiceDatabase({
-    url: config.db.url,
-    schema: SCHEMA,
-    entities: [Cursor],
-    migrations,
-    bus,
-    log,
-    shutdown,
-  });
+  const { orm, outbox } = await openAppDatabase(deps, { schema: SCHEMA, entities: [Cursor], migrations });
   // Reads are plain SQL over the stored logs (jsonb arguments), on a small pool of their own.
   const pool = new pg.Pool({ connectionString: config.db.url, max: 4 });
   pool.on("error", (err) => log.warn({ err }, "idle read connection failed"));

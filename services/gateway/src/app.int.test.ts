@@ -8,7 +8,7 @@ import {
   UsersRpc,
 } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createHarness, type Harness } from "./test/harness.ts";
+import { createHarness, type Harness, userOf } from "./test/harness.ts";
 
 // The gateway on the in-memory bus and a real Redis: HTTP rules only; the bus has its own suites.
 let h: Harness;
@@ -17,16 +17,7 @@ const seen: Record<string, unknown> = {};
 beforeAll(async () => {
   h = await createHarness({ AUTH_RATE_LIMIT_PER_MINUTE: "1000" });
   await h.bus.serve(UsersRpc.count, async () => 0);
-  await h.bus.serve(UsersRpc.get, async ({ caller }) => ({
-    id: caller.userId,
-    name: "Ada",
-    surname: "Lovelace",
-    address: caller.address,
-    mailAddress: "ada@example.org",
-    username: caller.username,
-    role: caller.role,
-    invitations: [],
-  }));
+  await h.bus.serve(UsersRpc.get, async ({ caller }) => userOf(caller));
   await h.bus.serve(UsersRpc.list, async () => []);
   await h.bus.serve(AuthRpc.login, async (request) => {
     seen.login = request.login;

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { ChainRpc, StorageRpc, UsersRpc } from "@fundraise/protocol";
-import { type AppDeps, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import { type AppDeps, openAppDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { createDirectChainRead } from "./chain/direct-read.ts";
 import { withDirectFallback } from "./chain/fallback.ts";
 import type { ProjectsConfig } from "./config.ts";
@@ -19,14 +19,10 @@ import { CONSUMER, subscribeProjects } from "./subscribers/index.ts";
 /** Composition root: the only place that sees every dependency of the projects service. */
 export async function startProjectsApp(deps: AppDeps<ProjectsConfig>): Promise<ServiceApp> {
   const { config, log, bus, shutdown } = deps;
-  const { orm, outbox } = await openServiceDatabase({
-    url: config.db.url,
+  const { orm, outbox } = await openAppDatabase(deps, {
     schema: PROJECTS_SCHEMA,
     entities: [Project, Permission, Rating],
     migrations,
-    bus,
-    log,
-    shutdown,
   });
   const directChain = createDirectChainRead(config.chain);
   shutdown.add("direct chain reads", () => directChain.close());

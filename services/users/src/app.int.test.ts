@@ -1,23 +1,10 @@
 import { waitFor } from "@fundraise/bus/testing";
 import { UsersEvents, UsersRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  callerOf,
-  expectAppError,
-  type Harness,
-  outboxPayloads,
-  receivedEvent,
-  seedUser,
-  startHarness,
-  uniqueName,
-} from "./test/harness.ts";
+import { describe, expect, it } from "vitest";
+import { callerOf, expectAppError, uniqueName, useHarness } from "./test/harness.ts";
 
 // The users service on real Postgres and real RabbitMQ, each run in its own database and vhost.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("app");
-});
-afterAll(() => h?.stop());
+const h = useHarness("app");
 
 describe("start-up", () => {
   it("applies the committed migrations into the users schema", async () => {
@@ -38,14 +25,14 @@ describe("start-up", () => {
 describe("users.user.count", () => {
   it("counts verified users only, answered over RabbitMQ", async () => {
     expect(await h.client.call(UsersRpc.count, {})).toBe(0);
-    await seedUser(h.sql, { username: "ada" });
-    await seedUser(h.sql, { username: "bob", isVerified: false });
-    await seedUser(h.sql, { username: "cyd" });
+    await h.seedUser({ username: "ada" });
+    await h.seedUser({ username: "bob", isVerified: false });
+    await h.seedUser({ username: "cyd" });
     expect(await h.client.call(UsersRpc.count, {})).toBe(2);
   });
 
   it("the table refuses a second user with the same username in another case", async () => {
-    await expect(seedUser(h.sql, { username: "ADA" })).rejects.toThrow(/user_username_unique/);
+    await expect(h.seedUser({ username: "ADA" })).rejects.toThrow(/user_username_unique/);
   });
 });
 
@@ -59,7 +46,7 @@ describe("outbox: an event is sent exactly when its change commits", () => {
       create constraint trigger fail_at_commit after update on users."user"
         deferrable initially deferred for each row when (new.name = 'Sabotage')
         execute function users.fail_at_commit();`);
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     const lost = `${uniqueName("lost")}@example.org`;
     await expectAppError(
       h.client.call(UsersRpc.update, {
@@ -74,16 +61,16 @@ describe("outbox: an event is sent exactly when its change commits", () => {
       [user.id],
     );
     expect(rows[0]).toEqual({ name: "Ada", mail_address: user.mailAddress, is_verified: true });
-    expect(
-      (await outboxPayloads(h.sql, UsersEvents.emailChanged)).filter((p) => p.userId === user.id),
-    ).toEqual([]);
+    expect((await h.outboxPayloads(UsersEvents.emailChanged)).filter((p) => p.userId === user.id)).toEqual(
+      [],
+    );
 
     const kept = `${uniqueName("kept")}@example.org`;
     await h.client.call(UsersRpc.update, {
       caller: callerOf(user),
       user: { name: null, surname: null, username: null, mailAddress: kept },
     });
-    await receivedEvent(h, UsersEvents.emailChanged, { userId: user.id });
+    await h.receivedEvent(UsersEvents.emailChanged, { userId: user.id });
     // The relay publishes in commit order, so a leaked first event would have arrived before this one.
     expect(
       h.events.filter((e) => e.name === UsersEvents.emailChanged.name && e.payload.userId === user.id),

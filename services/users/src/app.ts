@@ -1,5 +1,5 @@
 import { AuthRpc, ChainRpc, ProjectsRpc } from "@fundraise/protocol";
-import { type AppDeps, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
+import { type AppDeps, openAppDatabase, type ServiceApp } from "@fundraise/service-kit";
 import type { UsersConfig } from "./config.ts";
 import { migrations } from "./db/migrations/index.ts";
 import { serveUsersRpc } from "./rpc/index.ts";
@@ -11,15 +11,11 @@ import { createUserService, type PendingInvitations } from "./users/user.service
 
 /** Composition root: the only place that sees every dependency of the users service. */
 export async function startUsersApp(deps: AppDeps<UsersConfig>): Promise<ServiceApp> {
-  const { config, log, bus, shutdown } = deps;
-  const { orm, outbox, pool } = await openServiceDatabase({
-    url: config.db.url,
+  const { config, log, bus } = deps;
+  const { orm, outbox, pool } = await openAppDatabase(deps, {
     schema: USERS_SCHEMA,
     entities: [User, RoleChange],
     migrations,
-    bus,
-    log,
-    shutdown,
   });
   // GET /user/get answers without invitations rather than wait longer for the projects service.
   const pendingInvitations: PendingInvitations = (userId, ctx) =>

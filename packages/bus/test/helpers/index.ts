@@ -9,6 +9,16 @@ export function testLogger(): Logger {
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** What `promise` rejects with; throws when it resolves. */
+export async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected a rejection");
+}
+
 /** Descriptors used across the integration tests; `users.*` so they route to the `users.rpc` queue. */
 export const TestRpc = {
   echo: defineRpc("users.test.echo", {

@@ -47,3 +47,17 @@ export async function receivedEvent<D extends EventDescriptor>(
   await waitFor(() => events.some(matches), 10_000, `${event.name} ${JSON.stringify(match)}`);
   return events.find(matches)?.payload as PayloadOf<D>;
 }
+
+/** `outboxPayloads` and `receivedEvent` for one service: its schema's outbox, its harness's events. */
+export function serviceEvents(schema: string) {
+  return {
+    /** Events of one kind in the service's outbox (published or not), oldest first. */
+    outboxPayloads: <D extends EventDescriptor>(sql: pg.Pool, event: D) => outboxPayloads(sql, schema, event),
+    /** Waits until the harness's test consumer received an event of this kind matching `match`. */
+    receivedEvent: <D extends EventDescriptor>(
+      h: { events: readonly ReceivedEvent[] },
+      event: D,
+      match: Partial<PayloadOf<D>>,
+    ) => receivedEvent(h.events, event, match),
+  };
+}

@@ -1,5 +1,19 @@
 export { silentLogger } from "../logger.ts";
-export { expectAppError, outboxPayloads, type ReceivedEvent, receivedEvent } from "./assertions.ts";
+export {
+  expectAppError,
+  outboxPayloads,
+  type ReceivedEvent,
+  receivedEvent,
+  serviceEvents,
+} from "./assertions.ts";
 export { createTestDatabase, type TestDatabase } from "./database.ts";
-export { createMemoryStore, type Emitted, type MemoryStore, type MemoryTx } from "./memory-store.ts";
+export { harnessOfFile } from "./file-harness.ts";
+export {
+  createMemoryStore,
+  type Emitted,
+  type MemoryStore,
+  type MemoryTx,
+  withCommitted,
+} from "./memory-store.ts";
+export { uniqueIndexesOf } from "./migrations.ts";
 export { type HarnessService, type ServiceHarness, startServiceHarness } from "./service-harness.ts";

@@ -81,3 +81,22 @@ export function createMemoryStore<S>(initial: S, copy: (state: S) => S): MemoryS
     },
   };
 }
+
+/** The committed tables `K` of a MemoryStore's state, read live, and its committed events. */
+export type Committed<S, K extends keyof S> = { readonly [P in K]: S[P] } & { readonly events: Emitted[] };
+
+/**
+ * `repository` with the store's committed events and live views of some committed tables (`keys`): each
+ * reads the state as it is when read, since a commit replaces it. For an in-memory repository's tests to
+ * look at what was committed.
+ */
+export function withCommitted<S, K extends keyof S, R extends object>(
+  store: MemoryStore<S>,
+  keys: readonly K[],
+  repository: R,
+): R & Committed<S, K> {
+  for (const key of keys) {
+    Object.defineProperty(repository, key, { get: () => store.state[key], enumerable: true });
+  }
+  return Object.assign(repository, { events: store.events }) as R & Committed<S, K>;
+}

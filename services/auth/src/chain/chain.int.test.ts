@@ -1,30 +1,20 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ADMIN_ROLE, createChainClient, registryAt, UserStatus, waitForReceipt } from "@fundraise/contracts";
-import {
-  type AnvilInstance,
-  deployFresh,
-  type FreshDeployment,
-  startAnvil,
-} from "@fundraise/contracts/testing";
+import { type FreshChain, startFreshChain } from "@fundraise/contracts/testing";
 import { ErrorCode } from "@fundraise/protocol";
 import { Wallet } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChainReader } from "./chain.ts";
 
 // The role read of every sign-in, against a real chain with the platform deployed.
-let anvil: AnvilInstance;
-let chain: FreshDeployment;
-
+let chain: FreshChain;
 beforeAll(async () => {
-  anvil = await startAnvil();
-  chain = await deployFresh(anvil.url);
+  chain = await startFreshChain();
 });
-afterAll(async () => {
-  await anvil?.stop();
-});
+afterAll(() => chain?.stop());
 
-const reader = (url = anvil.url, timeoutMs = 5_000) =>
+const reader = (url = chain.anvil.url, timeoutMs = 5_000) =>
   createChainReader(createChainClient({ url, timeoutMs }), chain.deployment);
 
 async function confirm(sent: Promise<{ hash: string }>) {

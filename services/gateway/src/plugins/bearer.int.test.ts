@@ -1,7 +1,7 @@
 import { request as httpRequest, type OutgoingHttpHeaders } from "node:http";
 import { ProjectsRpc, UsersRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createHarness, type Harness } from "../test/harness.ts";
+import { createHarness, type Harness, userOf } from "../test/harness.ts";
 
 // `Authorization` is exactly one `Bearer <token>` (behaviour.md §7), and the web client's empty
 // bearers still mean anonymous (behaviour.md §1).
@@ -14,16 +14,7 @@ beforeAll(async () => {
   h = await createHarness();
   token = await h.signer.sign({ userId: 21, role: "Base", username: "ada" });
   await h.bus.serve(UsersRpc.count, async () => 2);
-  await h.bus.serve(UsersRpc.get, async ({ caller }) => ({
-    id: caller.userId,
-    name: "Ada",
-    surname: "Lovelace",
-    address: caller.address,
-    mailAddress: "ada@example.org",
-    username: caller.username,
-    role: caller.role,
-    invitations: [],
-  }));
+  await h.bus.serve(UsersRpc.get, async ({ caller }) => userOf(caller));
   await h.bus.serve(ProjectsRpc.list, async ({ caller }) => {
     callers.push(caller);
     return [];

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { BACKSLASH, HexValueDecoder, QUOTE } from "./hex-decoder.ts";
 
 /**
  * A JSON body read as it arrives, with the top-level string values of some keys (`fileHex`, `imageUrl`,
@@ -31,18 +32,6 @@ export type HexValue = { streamed: number } | { invalid: true };
 
 export const HEX_PART_BYTES = 256 * 1024;
 
-const NIBBLE = new Int8Array(256).fill(-1);
-for (let i = 0; i < 10; i++) NIBBLE[0x30 + i] = i;
-for (let i = 0; i < 6; i++) {
-  NIBBLE[0x41 + i] = 10 + i;
-  NIBBLE[0x61 + i] = 10 + i;
-}
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-/** Raw bytes of a value kept to fall back to the string when it turns out not to be hex. */
-const FALLBACK_BYTES = 1024;
-
 enum Where {
   /** Before the top-level value. */
   Start,
@@ -72,18 +61,8 @@ export class HexJsonScanner {
   private depth = 0;
   private key: number[] = [];
   private inKey = false;
-  // The hex value being decoded: the part being filled, and what was written before it.
-  private hex: {
-    key: string;
-    out: Buffer;
-    length: number;
-    written: number;
-    sink: HexSink | undefined;
-    high: number;
-    raw: number[] | null;
-    bad: boolean;
-    escaped: boolean;
-  } | null = null;
+  // The hex value being decoded (hex-decoder.ts).
+  private hex: HexValueDecoder | null = null;
   private count = 0;
 
   /**
@@ -105,14 +84,15 @@ export class HexJsonScanner {
     const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
     let copyFrom = 0;
     for (let i = 0; i < buf.length; i++) {
-      if (this.hex && !this.hex.bad && !this.hex.escaped) {
-        i = this.decodeRun(buf, i);
+      if (this.hex?.running) {
+        i = this.hex.decodeRun(buf, i);
         if (i === buf.length) break;
       }
       const byte = buf[i] as number;
       if (this.hex) {
-        if (this.decode(byte)) continue;
+        if (this.hex.take(byte)) continue;
         // The value ended at this quote: copying resumes after it.
+        this.finishHex();
         copyFrom = i + 1;
         continue;
       }
@@ -124,76 +104,6 @@ export class HexJsonScanner {
       this.track(byte);
     }
     if (!this.hex) this.flush(buf, copyFrom, buf.length);
-  }
-
-  /**
-   * Decodes a run of hex digits from `from` in one tight loop, up to the value's closing quote or a
-   * backslash (left to `decode`) or the chunk's end; answers where it stopped.
-   */
-  private decodeRun(buf: Buffer, from: number): number {
-    const hex = this.hex as NonNullable<typeof this.hex>;
-    const quote = buf.indexOf(QUOTE, from);
-    let stop = quote < 0 ? buf.length : quote;
-    const backslash = buf.indexOf(BACKSLASH, from);
-    if (backslash >= 0 && backslash < stop) stop = backslash;
-    if (hex.raw) {
-      if (hex.raw.length + (stop - from) > FALLBACK_BYTES) hex.raw = null;
-      else for (let i = from; i < stop; i++) hex.raw.push(buf[i] as number);
-    }
-    let p = from;
-    if (hex.high >= 0 && p < stop) {
-      const low = NIBBLE[buf[p++] as number] as number;
-      if (low < 0) {
-        hex.bad = true;
-        return stop;
-      }
-      this.put((hex.high << 4) | low);
-      hex.high = -1;
-    }
-    let pairs = (stop - p) >> 1;
-    while (pairs > 0) {
-      // Node's own decoder, up to the part's end, on a one-byte string of at most a part's hex: it stops
-      // at the first pair that is not hex (a byte above 0x7f is none), so fewer bytes written = not hex.
-      const n = Math.min(pairs, hex.out.length - hex.length);
-      const written = hex.out.write(buf.toString("latin1", p, p + 2 * n), hex.length, n, "hex");
-      hex.length += written;
-      if (written > 0) hex.sink ??= this.sinkOf(hex.key);
-      if (written < n) {
-        hex.bad = true;
-        return stop;
-      }
-      p += 2 * n;
-      pairs -= n;
-      if (hex.length === hex.out.length) this.writePart();
-    }
-    if (p < stop) {
-      const high = NIBBLE[buf[p] as number] as number;
-      if (high < 0) hex.bad = true;
-      else hex.high = high;
-    }
-    return stop;
-  }
-
-  /** One decoded byte into the part being filled. */
-  private put(byte: number): void {
-    const hex = this.hex as NonNullable<typeof this.hex>;
-    hex.sink ??= this.sinkOf(hex.key);
-    hex.out[hex.length++] = byte;
-    if (hex.length === hex.out.length) this.writePart();
-  }
-
-  /** Hands the part to the value's sink (asked for on the first one) and starts the next. */
-  private writePart(): void {
-    const hex = this.hex as NonNullable<typeof this.hex>;
-    if (hex.length === 0) return;
-    hex.sink ??= this.sinkOf(hex.key);
-    const bytes = hex.out.subarray(0, hex.length);
-    // A short last part is copied: the rest of its buffer is not kept waiting for the collector.
-    hex.sink.write(hex.length < hex.out.length / 2 ? Buffer.from(bytes) : bytes);
-    hex.written += hex.length;
-    hex.out = Buffer.allocUnsafe(this.partBytes);
-    hex.length = 0;
-    hex.raw = null; // written: it can no longer be taken back as the string it was
   }
 
   /** The JSON text to parse (decoded values replaced by placeholders) and the decoded values. */
@@ -279,69 +189,20 @@ export class HexJsonScanner {
   }
 
   private startHex(key: string): void {
-    this.hex = {
-      key,
-      out: Buffer.allocUnsafe(this.partBytes),
-      length: 0,
-      written: 0,
-      sink: undefined,
-      high: -1,
-      raw: [],
-      bad: false,
-      escaped: false,
-    };
-  }
-
-  /** Takes one byte of a hex value; false at its closing quote. */
-  private decode(byte: number): boolean {
-    const hex = this.hex as NonNullable<typeof this.hex>;
-    if (!hex.escaped && byte === QUOTE) {
-      this.finishHex();
-      return false;
-    }
-    if (hex.raw) {
-      hex.raw.push(byte);
-      if (hex.raw.length > FALLBACK_BYTES) hex.raw = null;
-    }
-    // An escape is never hex (JSON may spell a digit as \u0030; such a value is kept only when short).
-    if (hex.escaped || byte === BACKSLASH) {
-      hex.escaped = !hex.escaped && byte === BACKSLASH;
-      hex.bad = true;
-      return true;
-    }
-    if (hex.bad) return true;
-    const nibble = NIBBLE[byte] as number;
-    if (nibble < 0) {
-      hex.bad = true;
-      return true;
-    }
-    if (hex.high < 0) {
-      hex.high = nibble;
-      return true;
-    }
-    this.put((hex.high << 4) | nibble);
-    hex.high = -1;
-    return true;
+    this.hex = new HexValueDecoder(key, this.sinkOf, this.partBytes);
   }
 
   private finishHex(): void {
-    const hex = this.hex as NonNullable<typeof this.hex>;
-    const whole = !hex.bad && hex.high < 0;
-    if (whole) this.writePart();
+    const outcome = (this.hex as HexValueDecoder).finish();
     this.hex = null;
     this.where = Where.Next;
-    if (whole && hex.written === 0) {
+    if ("empty" in outcome) {
       this.pending.push(QUOTE, QUOTE); // "" stays the empty string: "no file", as before
-    } else if (whole) {
-      hex.sink?.end();
-      this.placeholder({ streamed: hex.written });
-    } else if (hex.raw) {
+    } else if ("raw" in outcome) {
       // Not hex, and short: the string as it was sent (an IPFS path, say), for the route to judge.
-      hex.sink?.fail();
-      this.pending.push(QUOTE, ...hex.raw, QUOTE);
+      this.pending.push(QUOTE, ...outcome.raw, QUOTE);
     } else {
-      hex.sink?.fail();
-      this.placeholder({ invalid: true });
+      this.placeholder(outcome);
     }
   }
 

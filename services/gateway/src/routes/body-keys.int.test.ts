@@ -1,32 +1,21 @@
 import { type ContentRef, UsersRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { harnessOfFile } from "@fundraise/service-kit/testing";
+import { describe, expect, it } from "vitest";
 import type { RouteEntry } from "../plugins/route-table.ts";
-import { createHarness, type Harness } from "../test/harness.ts";
 import {
-  adminToken,
   authHeaders,
-  type CapturedCall,
-  captureAllRpcs,
   containsValue,
   fillQuery,
   fillUrl,
   type JsonSchema,
   propertiesOf,
   sampleBody,
+  startCapturingGateway,
 } from "../test/route-samples.ts";
 
 // Body keys match case-insensitively on every route with a body (behaviour.md §1), generated from the
 // route table: the RPC request that reaches the bus is the same whatever the casing of the keys.
-let h: Harness;
-let calls: CapturedCall[];
-let token: string;
-
-beforeAll(async () => {
-  h = await createHarness({ RATE_LIMIT_PER_MINUTE: "1000000", AUTH_RATE_LIMIT_PER_MINUTE: "1000000" });
-  calls = await captureAllRpcs(h);
-  token = await adminToken(h);
-});
-afterAll(() => h.close());
+const gateway = harnessOfFile(startCapturingGateway);
 
 const CASINGS: Record<string, (key: string) => string> = {
   UPPER: (k) => k.toUpperCase(),
@@ -43,22 +32,22 @@ const NOT_PASSED_ON: Record<string, Record<string, string>> = {
 };
 
 const bodyRoutes = () =>
-  h.app.routeTable.filter(
+  gateway.h.app.routeTable.filter(
     (r) => r.access !== undefined && Object.keys(propertiesOf(r.schema?.body as JsonSchema)).length > 0,
   );
 
 async function sendBody(route: RouteEntry, body: unknown) {
-  calls.length = 0;
-  const res = await h.app.inject({
+  gateway.calls.length = 0;
+  const res = await gateway.h.app.inject({
     method: route.method as "POST",
     url: fillUrl(route) + fillQuery(route),
-    headers: authHeaders(route, token),
+    headers: authHeaders(route, gateway.token),
     payload: body as Record<string, unknown>,
   });
   const where = `${route.method} ${route.url} ${JSON.stringify(body)}`;
   expect(res.statusCode, `${where}: ${res.body}`).toBe(409);
-  expect(calls, where).toHaveLength(1);
-  return withAddedContent(calls[0]?.request);
+  expect(gateway.calls, where).toHaveLength(1);
+  return withAddedContent(gateway.calls[0]?.request);
 }
 
 /**
@@ -68,7 +57,7 @@ async function sendBody(route: RouteEntry, body: unknown) {
 async function withAddedContent(request: unknown): Promise<unknown> {
   const project = (request as { project?: { content?: ContentRef | null } } | undefined)?.project;
   if (!project?.content) return request;
-  const hex = (await h.ipfs.hexOf(project.content)) ?? {};
+  const hex = (await gateway.h.ipfs.hexOf(project.content)) ?? {};
   const content = { fileHex: hex.whitepaper ?? null, imageUrl: hex.image ?? null };
   return { ...(request as object), project: { ...project, content } };
 }
@@ -116,11 +105,11 @@ describe("body keys in any casing", () => {
   });
 
   it("updates name and e-mail from exactly what the web client sends to PUT /User/Update/", async () => {
-    calls.length = 0;
-    const res = await h.app.inject({
+    gateway.calls.length = 0;
+    const res = await gateway.h.app.inject({
       method: "PUT",
       url: "/User/Update/",
-      headers: { authorization: `Bearer ${token}` },
+      headers: { authorization: `Bearer ${gateway.token}` },
       payload: {
         Username: "ada",
         Name: "Ada",
@@ -130,7 +119,7 @@ describe("body keys in any casing", () => {
       },
     });
     expect(res.statusCode).toBe(409);
-    expect(calls).toEqual([
+    expect(gateway.calls).toEqual([
       {
         name: UsersRpc.update.name,
         request: {

@@ -1,33 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { harnessOfFile } from "@fundraise/service-kit/testing";
+import { describe, expect, it } from "vitest";
 import { INT32_MAX, type NumberKind, numberKindOf } from "../plugins/plain-numbers.ts";
 import type { RouteEntry } from "../plugins/route-table.ts";
-import { createHarness, type Harness } from "../test/harness.ts";
 import {
-  adminToken,
   authHeaders,
-  type CapturedCall,
-  captureAllRpcs,
   containsValue,
   fillQuery,
   fillUrl,
   type JsonSchema,
   propertiesOf,
   sampleBody,
+  startCapturingGateway,
 } from "../test/route-samples.ts";
 
 // Every integer or number field of every JSON body, from the gateway's route table: plain decimals only
 // (behaviour.md §8), 400 in the envelope naming the field before any service is asked, whatever the
 // casing of its key. `"282"` and 282 still work (the web client sends numbers as strings).
-let h: Harness;
-let calls: CapturedCall[];
-let token: string;
-
-beforeAll(async () => {
-  h = await createHarness({ RATE_LIMIT_PER_MINUTE: "1000000", AUTH_RATE_LIMIT_PER_MINUTE: "1000000" });
-  calls = await captureAllRpcs(h);
-  token = await adminToken(h);
-});
-afterAll(() => h.close());
+const gateway = harnessOfFile(startCapturingGateway);
 
 /** Coerced into 282 (or another number) by the validator, before this check. */
 const BAD_FOR_INTEGERS: unknown[] = [
@@ -87,18 +76,20 @@ function bodyNumberCases(routes: readonly RouteEntry[]): Case[] {
 function send(c: Case, key: string, value: unknown) {
   const body = sampleBody(c.route.schema?.body as JsonSchema);
   delete body[c.name];
-  calls.length = 0;
-  return h.app.inject({
+  gateway.calls.length = 0;
+  return gateway.h.app.inject({
     method: c.route.method as "POST",
     url: fillUrl(c.route) + fillQuery(c.route),
-    headers: authHeaders(c.route, token),
+    headers: authHeaders(c.route, gateway.token),
     payload: { ...body, [key]: value },
   });
 }
 
 describe("numbers in JSON bodies", () => {
   it("finds the body ids of the interface in the route table", () => {
-    const found = bodyNumberCases(h.app.routeTable).map((c) => `${c.route.method} ${c.route.url} ${c.name}`);
+    const found = bodyNumberCases(gateway.h.app.routeTable).map(
+      (c) => `${c.route.method} ${c.route.url} ${c.name}`,
+    );
     for (const known of [
       "PUT /Project/Update projectID",
       "POST /Project/Add projectID",
@@ -113,7 +104,7 @@ describe("numbers in JSON bodies", () => {
   });
 
   it("refuses every coerced form with 400 naming the field, in any key casing, before any service", async () => {
-    const cases = bodyNumberCases(h.app.routeTable);
+    const cases = bodyNumberCases(gateway.h.app.routeTable);
     expect(cases.every((c) => c.kind === "integer")).toBe(true);
     for (const c of cases) {
       for (const recase of CASINGS) {
@@ -128,14 +119,14 @@ describe("numbers in JSON bodies", () => {
             success: false,
             message: `Invalid body: /${c.name} must be a plain decimal integer from 0 to ${INT32_MAX}.`,
           });
-          expect(calls, where).toEqual([]);
+          expect(gateway.calls, where).toEqual([]);
         }
       }
     }
   });
 
   it("passes plain integers on as numbers, sent as JSON numbers or strings", async () => {
-    for (const c of bodyNumberCases(h.app.routeTable)) {
+    for (const c of bodyNumberCases(gateway.h.app.routeTable)) {
       for (const recase of CASINGS) {
         for (const [value, number] of GOOD_FOR_INTEGERS) {
           const key = recase(c.name);
@@ -143,8 +134,8 @@ describe("numbers in JSON bodies", () => {
           const where = `${c.route.method} ${c.route.url} ${key}: ${JSON.stringify(value)}`;
           // The stand-in service answers 409 to whatever reaches it.
           expect(res.statusCode, `${where}: ${res.body}`).toBe(409);
-          expect(calls, where).toHaveLength(1);
-          expect(containsValue(calls[0]?.request, number), where).toBe(true);
+          expect(gateway.calls, where).toHaveLength(1);
+          expect(containsValue(gateway.calls[0]?.request, number), where).toBe(true);
         }
       }
     }

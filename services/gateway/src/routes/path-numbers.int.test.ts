@@ -1,30 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { harnessOfFile } from "@fundraise/service-kit/testing";
+import { describe, expect, it } from "vitest";
 import { INT32_MAX, INT32_MIN, type NumberKind, numericFieldsOf } from "../plugins/plain-numbers.ts";
 import type { RouteEntry } from "../plugins/route-table.ts";
-import { createHarness, type Harness } from "../test/harness.ts";
+import { createHarness } from "../test/harness.ts";
 import {
   adminToken,
   authHeaders,
-  type CapturedCall,
-  captureAllRpcs,
   containsValue,
   fillQuery,
   fillUrl,
   type JsonSchema,
+  startCapturingGateway,
 } from "../test/route-samples.ts";
 
 // Every integer or number in a path or query string of every route, from the gateway's route table:
 // plain decimals only (behaviour.md §7), 400 in the envelope before any service is asked.
-let h: Harness;
-let calls: CapturedCall[];
-let token: string;
-
-beforeAll(async () => {
-  h = await createHarness({ RATE_LIMIT_PER_MINUTE: "1000000", AUTH_RATE_LIMIT_PER_MINUTE: "1000000" });
-  calls = await captureAllRpcs(h);
-  token = await adminToken(h);
-});
-afterAll(() => h.close());
+const gateway = harnessOfFile(startCapturingGateway);
 
 /** As they appear in the URL: percent-encoded where a raw form could not be sent. */
 const BAD_FOR_BOTH = [
@@ -105,12 +96,18 @@ function send(c: Case, raw: string) {
     c.part === "params"
       ? fillUrl(c.route, { [c.name]: raw }) + fillQuery(c.route)
       : fillUrl(c.route) + fillQuery(c.route, { [c.name]: raw });
-  return h.app.inject({ method: c.route.method as "GET", url, headers: authHeaders(c.route, token) });
+  return gateway.h.app.inject({
+    method: c.route.method as "GET",
+    url,
+    headers: authHeaders(c.route, gateway.token),
+  });
 }
 
 describe("numbers in paths and query strings", () => {
   it("finds the numeric parameters of the interface in the route table", () => {
-    const found = numericCases(h.app.routeTable).map((c) => `${c.route.method} ${c.route.url} ${c.name}`);
+    const found = numericCases(gateway.h.app.routeTable).map(
+      (c) => `${c.route.method} ${c.route.url} ${c.name}`,
+    );
     for (const known of [
       "DELETE /user/deleteuser/:id id",
       "GET /user/getcoowners/:projectID projectID",
@@ -124,17 +121,17 @@ describe("numbers in paths and query strings", () => {
   });
 
   it("takes a sign in GetProjects/{n} only (n ≤ 0 is an empty list); every other integer is unsigned", () => {
-    const signed = numericCases(h.app.routeTable)
+    const signed = numericCases(gateway.h.app.routeTable)
       .filter((c) => c.kind === "signed")
       .map((c) => `${c.route.method} ${c.route.url} ${c.name}`);
     expect(signed).toEqual(["GET /Project/GetProjects/:numberOfProjects numberOfProjects"]);
   });
 
   it("refuses every non-plain form with 400 in the envelope, on every route, before any service", async () => {
-    const cases = numericCases(h.app.routeTable);
+    const cases = numericCases(gateway.h.app.routeTable);
     for (const c of cases) {
       for (const raw of BAD[c.kind]) {
-        calls.length = 0;
+        gateway.calls.length = 0;
         const res = await send(c, raw);
         const where = `${c.route.method} ${c.route.url} ${c.name}=${raw}`;
         expect(res.statusCode, where).toBe(400);
@@ -144,31 +141,31 @@ describe("numbers in paths and query strings", () => {
           success: false,
           message: `Invalid ${c.part}: /${c.name} ${PROBLEM[c.kind]}.`,
         });
-        expect(calls, where).toEqual([]);
+        expect(gateway.calls, where).toEqual([]);
       }
     }
   });
 
   it("passes plain decimals on as numbers", async () => {
-    for (const c of numericCases(h.app.routeTable)) {
+    for (const c of numericCases(gateway.h.app.routeTable)) {
       for (const [raw, value] of GOOD[c.kind]) {
-        calls.length = 0;
+        gateway.calls.length = 0;
         const res = await send(c, raw);
         const where = `${c.route.method} ${c.route.url} ${c.name}=${raw}`;
         // The stand-in service answers 409 to whatever reaches it.
         expect(res.statusCode, where).toBe(409);
-        expect(calls, where).toHaveLength(1);
-        expect(containsValue(calls[0]?.request, value), where).toBe(true);
+        expect(gateway.calls, where).toHaveLength(1);
+        expect(containsValue(gateway.calls[0]?.request, value), where).toBe(true);
       }
     }
   });
 
   it("deletes no user for DELETE /user/deleteuser/1e1 (it was user 10)", async () => {
-    calls.length = 0;
-    const res = await h.app.inject({
+    gateway.calls.length = 0;
+    const res = await gateway.h.app.inject({
       method: "DELETE",
       url: "/user/deleteuser/1e1",
-      headers: { authorization: `Bearer ${token}` },
+      headers: { authorization: `Bearer ${gateway.token}` },
     });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({
@@ -176,7 +173,7 @@ describe("numbers in paths and query strings", () => {
       success: false,
       message: `Invalid params: /id must be a plain decimal integer from 0 to ${INT32_MAX}.`,
     });
-    expect(calls).toEqual([]);
+    expect(gateway.calls).toEqual([]);
   });
 
   it("answers 400 for a bad id even where the service behind the route is not running", async () => {

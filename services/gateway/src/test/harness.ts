@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Bus } from "@fundraise/bus";
 import { createInMemoryBus } from "@fundraise/bus/testing";
 import type { Ipfs } from "@fundraise/ipfs";
-import { AuthRpc, type UserRole } from "@fundraise/protocol";
+import { AuthRpc, type Caller, type UserRole } from "@fundraise/protocol";
 import type { Logger } from "@fundraise/service-kit";
 import { silentLogger } from "@fundraise/service-kit/testing";
 
@@ -105,3 +105,15 @@ export async function createHarness(
     },
   };
 }
+
+/** The users service's answer to a caller's `users.get` in these tests: Ada Lovelace, no invitations. */
+export const userOf = (caller: Caller) => ({
+  id: caller.userId,
+  name: "Ada",
+  surname: "Lovelace",
+  address: caller.address,
+  mailAddress: "ada@example.org",
+  username: caller.username,
+  role: caller.role,
+  invitations: [],
+});

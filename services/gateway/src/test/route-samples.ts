@@ -8,7 +8,7 @@ import {
   UsersRpc,
 } from "@fundraise/protocol";
 import type { RouteEntry } from "../plugins/route-table.ts";
-import type { Harness } from "./harness.ts";
+import { createHarness, type Harness } from "./harness.ts";
 
 /**
  * Test cases derived from the gateway's own route table: sample values that pass a route's schemas,
@@ -149,6 +149,19 @@ export async function captureAllRpcs(h: Harness): Promise<CapturedCall[]> {
 /** A token that every route admits: Admin is in every role list. */
 export async function adminToken(h: Harness): Promise<string> {
   return h.signer.sign({ userId: 9, role: "Admin", username: "root" });
+}
+
+/** The route-table suites' gateway: no rate limits, every RPC captured (`captureAllRpcs`), an admin's token. */
+export interface CapturingGateway {
+  h: Harness;
+  calls: CapturedCall[];
+  token: string;
+  stop(): Promise<void>;
+}
+
+export async function startCapturingGateway(): Promise<CapturingGateway> {
+  const h = await createHarness({ RATE_LIMIT_PER_MINUTE: "1000000", AUTH_RATE_LIMIT_PER_MINUTE: "1000000" });
+  return { h, calls: await captureAllRpcs(h), token: await adminToken(h), stop: () => h.close() };
 }
 
 export function authHeaders(route: RouteEntry, token: string): Record<string, string> {

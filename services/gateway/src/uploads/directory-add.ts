@@ -33,7 +33,10 @@ export class DirectoryAdd {
   part(entry: Entry, bytes: Uint8Array): void {
     if (this.failure) return;
     if (this.current?.name !== entry) {
-      if (this.sizes.has(entry)) return this.fail(duplicate(entry));
+      if (this.sizes.has(entry)) {
+        this.fail(duplicate(entry));
+        return;
+      }
       this.current?.content.end();
       this.current = { name: entry, content: new Channel() };
       this.sizes.set(entry, 0);
@@ -43,7 +46,10 @@ export class DirectoryAdd {
     const size = (this.sizes.get(entry) ?? 0) + bytes.byteLength;
     this.sizes.set(entry, size);
     const max = entry === "whitepaper" ? this.deps.limits.maxFileBytes : this.deps.limits.maxImageBytes;
-    if (size > max) return this.fail(ContentErrors.tooLarge(field(entry), max));
+    if (size > max) {
+      this.fail(ContentErrors.tooLarge(field(entry), max));
+      return;
+    }
     const taken = this.current.content.push(bytes);
     taken.catch(() => undefined);
     this.lastPart = taken;

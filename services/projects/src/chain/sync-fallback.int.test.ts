@@ -10,25 +10,18 @@ import {
   withRunner,
   writeDeployment,
 } from "@fundraise/contracts";
-import {
-  type AnvilInstance,
-  deployFresh,
-  type FreshDeployment,
-  startAnvil,
-} from "@fundraise/contracts/testing";
+import { type FreshChain, startFreshChain } from "@fundraise/contracts/testing";
 import { ProjectsRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addProject, type Harness, seed, startHarness } from "../test/harness.ts";
 
 // "Sync now" (ChangeStatus, CreateAuction, StartAuction) while NO chain-indexer runs: the projects service
 // reads the registry and the factory on a real anvil chain directly.
-let anvil: AnvilInstance;
-let chain: FreshDeployment;
+let chain: FreshChain;
 let dir: string;
 let h: Harness;
 beforeAll(async () => {
-  anvil = await startAnvil({ accounts: 6 });
-  chain = await deployFresh(anvil.url);
+  chain = await startFreshChain({ accounts: 6 });
   dir = mkdtempSync(join(tmpdir(), "projects-chain-"));
   writeDeployment(join(dir, "deployment.json"), chain.deployment);
   const registry = registryAt(chain.deployment.registry, chain.signers[0]);
@@ -36,18 +29,17 @@ beforeAll(async () => {
     await confirm(registry.editUserStatus(chain.signers[voter]?.address as string, UserStatus.Whitelisted));
   }
   h = await startHarness("sync_fallback", {
-    CHAIN_RPC_URL: anvil.url,
+    CHAIN_RPC_URL: chain.anvil.url,
     CHAIN_DEPLOYMENT_FILE: join(dir, "deployment.json"),
   });
 }, 60_000);
 afterAll(async () => {
   await h?.stop();
-  chain?.provider.destroy();
-  await anvil?.stop();
+  await chain?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-const signer = (i: number) => chain.signers[i] as NonNullable<FreshDeployment["signers"][number]>;
+const signer = (i: number) => chain.signers[i] as NonNullable<FreshChain["signers"][number]>;
 
 describe("sync now reads the chain when the chain index does not answer", () => {
   it("ChangeStatus: Pending until the chain's election is decided, then Approved", async () => {

@@ -1,5 +1,5 @@
-import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { uniqueIndexesOf } from "@fundraise/service-kit/testing";
 import { describe, expect, it } from "vitest";
 import { conflictOfConstraint } from "./project.errors.ts";
 
@@ -7,18 +7,9 @@ const MIGRATIONS = join(import.meta.dirname, "..", "db", "migrations");
 /** Unique indexes written only by `on conflict ... do update`: a second write replaces, never refused. */
 const UPSERTED = ["rating_project_user_unique"];
 
-/** Every unique index the service's migrations create, by name. */
-const uniqueIndexes = () =>
-  readdirSync(MIGRATIONS)
-    .filter((file) => file.startsWith("Migration"))
-    .flatMap((file) => [
-      ...readFileSync(join(MIGRATIONS, file), "utf8").matchAll(/create unique index "(\w+)"/g),
-    ])
-    .map((match) => match[1] as string);
-
 describe("conflictOfConstraint", () => {
   it("names a 409 for every unique index a concurrent write can hit (behaviour.md §8: never 500)", () => {
-    const indexes = uniqueIndexes();
+    const indexes = uniqueIndexesOf(MIGRATIONS);
     expect(indexes).toEqual(expect.arrayContaining(["project_name_unique", "permission_one_owner"]));
     for (const index of indexes.filter((name) => !UPSERTED.includes(name))) {
       expect(conflictOfConstraint(index), index).toMatchObject({ code: expect.any(String) });

@@ -1,21 +1,14 @@
-import type { MessageContext, TraceContext } from "@fundraise/bus";
-import { claimMessage, enqueue } from "@fundraise/outbox";
-import type { EventDescriptor, PayloadOf, PermissionRole, ProjectStatus } from "@fundraise/protocol";
-import { executorOf, handleOnce, inTransaction, type Tx } from "@fundraise/service-kit";
-import { LockMode, sql } from "@mikro-orm/core";
+import type { MessageContext } from "@fundraise/bus";
+import type { PermissionRole, ProjectStatus } from "@fundraise/protocol";
+import { executorOf, handleOnce, inTransaction } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import type { FactKind, StandingFact } from "./chain-facts.ts";
 import { Permission, Project } from "./project.entity.ts";
 import { conflictOfConstraint } from "./project.errors.ts";
+import { createProjectTx, PROJECTS_SCHEMA, type ProjectTx, sameName } from "./project.tx.ts";
 import type { Scope } from "./visibility.ts";
 
-/** The database schema this service owns; the outbox and processed_message tables live in it too. */
-export const PROJECTS_SCHEMA = "projects";
-
-export type NewProjectRow = Pick<
-  Project,
-  "name" | "description" | "markdown" | "fileHash" | "cid" | "imagePath" | "proposerAddress"
->;
+export type { FactKey, NewProjectRow, ProjectTx } from "./project.tx.ts";
+export { PROJECTS_SCHEMA };
 
 export interface ListOptions {
   status?: ProjectStatus;
@@ -69,230 +62,9 @@ export interface ProjectRepository {
   pendingFences(cutoff: Date, limit: number): Promise<number[]>;
 }
 
-/** One log in one block: a chain fact's identity in the ledger. */
-export interface FactKey {
-  chainId: number;
-  txHash: string;
-  logIndex: number;
-  blockHash: string;
-}
-
-/** One transaction: changes to the rows it returns are written by `save`, and commit with its events. */
-export interface ProjectTx {
-  /** Serializes every change to the review queue (Add) for the rest of the transaction. */
-  lockReviewQueue(): Promise<void>;
-  countAwaitingReview(): Promise<number>;
-  /** Projects of this proposer waiting for a viewer. */
-  countAwaitingReviewBy(proposerAddress: string): Promise<number>;
-  /**
-   * Serializes what concerns one content hash (a project taking it, a chain fact about it) for the rest of
-   * the transaction: a fact recorded before a project takes the hash is seen by it, or finds the project.
-   */
-  lockHash(fileHash: string): Promise<void>;
-  /**
-   * Which of these users a deletion fenced, read under a shared lock per user (in id order) held to the
-   * end of the transaction: a fence placed afterwards waits for this transaction and sees what it wrote.
-   */
-  fencedAmong(userIds: number[]): Promise<number[]>;
-  /**
-   * Takes the user's lock exclusively: every write for the user that began has committed or rolled back.
-   * With `timeoutMs`, waits at most that long (then fails: 503, to repeat).
-   */
-  lockUser(userId: number, timeoutMs?: number): Promise<void>;
-  /** Whether the user is an accepted Owner of a project. */
-  ownsProject(userId: number): Promise<boolean>;
-  /** Fences the user (idempotent); with `deleted`, records that the deletion is confirmed. */
-  fence(userId: number, deleted: boolean): Promise<void>;
-  /** Lifts the fence of a deletion that did not happen (a confirmed one stays); true when one was lifted. */
-  unfence(userId: number): Promise<boolean>;
-  lockById(id: number): Promise<Project | null>;
-  lockByFileHash(fileHash: string): Promise<Project | null>;
-  nameTaken(name: string, exceptId?: number): Promise<boolean>;
-  fileHashTaken(fileHash: string, exceptId?: number): Promise<boolean>;
-  lockPermission(projectId: number, userId: number): Promise<Permission | null>;
-  createProject(row: NewProjectRow): Project;
-  createPermission(row: Pick<Permission, "projectId" | "userId" | "role" | "isAccepted">): Permission;
-  remove(entity: Project | Permission): void;
-  /** Sets `userId`'s rating of the project (a second one replaces the first). */
-  upsertRating(projectId: number, userId: number, value: number): Promise<void>;
-  /** Mean of the project's ratings; 0 without any. */
-  meanRating(projectId: number): Promise<number>;
-  /** Deletes every permission and rating of a user; answers the projects whose ratings changed. */
-  removeUserRows(userId: number): Promise<{ ratedProjectIds: number[]; ownerOf: number[] }>;
-  /** Writes pending changes (ids of created rows are known after it). */
-  save(): Promise<void>;
-  /** Queues an event in the outbox, in this transaction: published after commit, never on rollback. */
-  emit<D extends EventDescriptor>(event: D, payload: PayloadOf<D>, ctx: TraceContext): Promise<void>;
-  /**
-   * Records a chain fact in the ledger; `retracted` when a retraction of it arrived first (a tombstone),
-   * in which case it must not be applied.
-   */
-  recordFact(
-    key: FactKey,
-    fact: { kind: FactKind; projectHash: string; value: string | null; blockNumber: number },
-  ): Promise<{ retracted: boolean }>;
-  /**
-   * Marks a fact retracted (a tombstone when it was not recorded yet); answers the project hash it was
-   * about, or null when it never was applied here.
-   */
-  retractFact(key: FactKey, kind: FactKind, blockNumber: number): Promise<{ projectHash: string | null }>;
-  /** The facts about a project hash that still stand. */
-  standingFacts(projectHash: string): Promise<StandingFact[]>;
-  /** Claims a message for a consumer once: false when it was handled before. */
-  claimOnce(consumer: string, messageKey: string): Promise<boolean>;
-}
-
-const sameName = (name: string) => ({ [sql.lower("name")]: name.toLowerCase() });
-/** The first key of the per-user advisory locks (the two-key form: a space of its own). */
-const USER_LOCK = "hashtext('projects:user')";
 const TOP_ORDER = { rating: "desc", createdAt: "desc", id: "desc" } as const;
 
 export function createProjectRepository(em: () => EntityManager): ProjectRepository {
-  const txOf = ({ em: t, sql: executor }: Tx): ProjectTx => ({
-    async lockReviewQueue() {
-      await executor.query("select pg_advisory_xact_lock(hashtext('projects:review-queue'))");
-    },
-    countAwaitingReview: () => t.count(Project, { status: "Pending", viewerAccepted: false }),
-    countAwaitingReviewBy: (proposerAddress) =>
-      t.count(Project, { status: "Pending", viewerAccepted: false, proposerAddress }),
-    async lockHash(fileHash) {
-      await executor.query("select pg_advisory_xact_lock(hashtext('projects:hash:' || $1))", [fileHash]);
-    },
-    async fencedAmong(userIds) {
-      const ids = [...new Set(userIds)].sort((a, b) => a - b);
-      for (const id of ids) {
-        await executor.query(`select pg_advisory_xact_lock_shared(${USER_LOCK}, $1)`, [id]);
-      }
-      if (ids.length === 0) return [];
-      const { rows } = await executor.query(
-        `select user_id from ${PROJECTS_SCHEMA}.user_fence where user_id in (${ids.map((_, i) => `$${i + 1}`)})`,
-        ids,
-      );
-      return rows.map((r) => Number(r.user_id));
-    },
-    async lockUser(userId, timeoutMs) {
-      if (timeoutMs !== undefined) {
-        // SET takes no parameters; the value is an integer we made.
-        await executor.query(`set local lock_timeout = ${Math.max(1, Math.ceil(timeoutMs))}`);
-      }
-      await executor.query(`select pg_advisory_xact_lock(${USER_LOCK}, $1)`, [userId]);
-    },
-    async ownsProject(userId) {
-      const { rows } = await executor.query(
-        `select 1 from ${PROJECTS_SCHEMA}.permission
-         where user_id = $1 and role = 'Owner' and is_accepted limit 1`,
-        [userId],
-      );
-      return rows.length > 0;
-    },
-    async fence(userId, deleted) {
-      await executor.query(
-        `insert into ${PROJECTS_SCHEMA}.user_fence as f (user_id, deleted_at)
-         values ($1, case when $2 then now() end)
-         on conflict (user_id) do update set deleted_at = coalesce(f.deleted_at, excluded.deleted_at)`,
-        [userId, deleted],
-      );
-    },
-    async unfence(userId) {
-      const { rows } = await executor.query(
-        `delete from ${PROJECTS_SCHEMA}.user_fence where user_id = $1 and deleted_at is null returning user_id`,
-        [userId],
-      );
-      return rows.length > 0;
-    },
-    lockById: (id) => t.findOne(Project, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE }),
-    lockByFileHash: (fileHash) => t.findOne(Project, { fileHash }, { lockMode: LockMode.PESSIMISTIC_WRITE }),
-    nameTaken: async (name, exceptId) =>
-      (await t.count(Project, { ...sameName(name), ...(exceptId ? { id: { $ne: exceptId } } : {}) })) > 0,
-    fileHashTaken: async (fileHash, exceptId) =>
-      (await t.count(Project, { fileHash, ...(exceptId ? { id: { $ne: exceptId } } : {}) })) > 0,
-    lockPermission: (projectId, userId) =>
-      t.findOne(Permission, { projectId, userId }, { lockMode: LockMode.PESSIMISTIC_WRITE }),
-    createProject: (row) => t.create(Project, row),
-    createPermission: (row) => t.create(Permission, row),
-    remove: (entity) => void t.remove(entity),
-    async upsertRating(projectId, userId, value) {
-      await executor.query(
-        `insert into ${PROJECTS_SCHEMA}.rating (project_id, user_id, value, created_at, updated_at)
-         values ($1, $2, $3, now(), now())
-         on conflict (project_id, user_id) do update set value = excluded.value, updated_at = now()`,
-        [projectId, userId, value],
-      );
-    },
-    async meanRating(projectId) {
-      const { rows } = await executor.query(
-        `select coalesce(avg(value), 0)::float8 as mean from ${PROJECTS_SCHEMA}.rating where project_id = $1`,
-        [projectId],
-      );
-      return Number(rows[0]?.mean ?? 0);
-    },
-    async removeUserRows(userId) {
-      const rated = await executor.query(
-        `delete from ${PROJECTS_SCHEMA}.rating where user_id = $1 returning project_id`,
-        [userId],
-      );
-      const owned = await executor.query(
-        `delete from ${PROJECTS_SCHEMA}.permission where user_id = $1 returning project_id, role`,
-        [userId],
-      );
-      return {
-        ratedProjectIds: [...new Set(rated.rows.map((r) => Number(r.project_id)))].sort((a, b) => a - b),
-        ownerOf: owned.rows.filter((r) => r.role === "Owner").map((r) => Number(r.project_id)),
-      };
-    },
-    save: () => t.flush(),
-    async emit(event, payload, ctx) {
-      await enqueue(executor, event, payload, { schema: PROJECTS_SCHEMA, context: ctx });
-    },
-    claimOnce: (consumer, messageKey) => claimMessage(executor, { consumer, messageKey }, PROJECTS_SCHEMA),
-    async recordFact(key, fact) {
-      // On a tombstone the row gets what it is about, and stays retracted.
-      const { rows } = await executor.query(
-        `insert into ${PROJECTS_SCHEMA}.chain_fact
-           (chain_id, tx_hash, log_index, block_hash, block_number, kind, project_hash, value)
-         values ($1, $2, $3, $4, $5, $6, $7, $8)
-         on conflict (chain_id, tx_hash, log_index, block_hash)
-           do update set project_hash = excluded.project_hash, value = excluded.value
-         returning retracted`,
-        [
-          key.chainId,
-          key.txHash.toLowerCase(),
-          key.logIndex,
-          key.blockHash.toLowerCase(),
-          fact.blockNumber,
-          fact.kind,
-          fact.projectHash,
-          fact.value,
-        ],
-      );
-      return { retracted: Boolean(rows[0]?.retracted) };
-    },
-    async retractFact(key, kind, blockNumber) {
-      const { rows } = await executor.query(
-        `insert into ${PROJECTS_SCHEMA}.chain_fact
-           (chain_id, tx_hash, log_index, block_hash, block_number, kind, retracted)
-         values ($1, $2, $3, $4, $5, $6, true)
-         on conflict (chain_id, tx_hash, log_index, block_hash) do update set retracted = true
-         returning project_hash`,
-        [key.chainId, key.txHash.toLowerCase(), key.logIndex, key.blockHash.toLowerCase(), blockNumber, kind],
-      );
-      return { projectHash: (rows[0]?.project_hash as string | null | undefined) ?? null };
-    },
-    async standingFacts(projectHash) {
-      const { rows } = await executor.query(
-        `select kind, value, block_number, log_index from ${PROJECTS_SCHEMA}.chain_fact
-         where project_hash = $1 and not retracted`,
-        [projectHash],
-      );
-      return rows.map((r) => ({
-        kind: r.kind as FactKind,
-        value: (r.value as string | null) ?? null,
-        block: Number(r.block_number),
-        logIndex: Number(r.log_index),
-      }));
-    },
-  });
-
   async function list(scope: Scope, options: ListOptions): Promise<Project[]> {
     const e = em();
     let visible: object = {};
@@ -314,10 +86,10 @@ export function createProjectRepository(em: () => EntityManager): ProjectReposit
   }
 
   return {
-    transaction: (work) => inTransaction(em(), (tx) => work(txOf(tx)), conflictOfConstraint),
+    transaction: (work) => inTransaction(em(), (tx) => work(createProjectTx(tx)), conflictOfConstraint),
     once: (consumer, key, ctx, work) =>
       handleOnce(em(), { schema: PROJECTS_SCHEMA, consumer, key }, ctx, (t) =>
-        work(txOf({ em: t, sql: executorOf(t) })),
+        work(createProjectTx({ em: t, sql: executorOf(t) })),
       ),
     findById: (id) => em().findOne(Project, { id }),
     async listVersion() {

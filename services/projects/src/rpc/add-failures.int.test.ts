@@ -1,23 +1,19 @@
 import { ProjectsRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   addProject,
   expectAppError,
-  type Harness,
   isPinned,
   seed,
-  startHarness,
   uniqueBytes,
   uniqueProjectName,
+  useHarness,
+  whileRefusing,
 } from "../test/harness.ts";
 
 // The review queue and what a failed Add leaves behind, with a queue of 2 (behaviour.md §4 says 100;
 // REVIEW_QUEUE_MAX is the same rule, smaller), on the real storage service and the Kubo-RPC stand-in.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("add_failures", { REVIEW_QUEUE_MAX: "2" });
-});
-afterAll(() => h?.stop());
+const h = useHarness("add_failures", { REVIEW_QUEUE_MAX: "2" });
 
 async function pinsOfBytes(size: number) {
   const { rows } = await h.sql.query(`select file_hash, unpinned_at from storage.pin where file_bytes = $1`, [
@@ -69,16 +65,14 @@ describe("a failure after the upload", () => {
     // Empty the queue for this test.
     await h.sql.query(`update projects.project set viewer_accepted = true`);
     const name = uniqueProjectName("Boom");
-    await h.sql.query(`
-      create function projects.boom() returns trigger language plpgsql as $$
-      begin
-        if new.name like 'Boom %' then raise exception 'database failure in the middle of Add'; end if;
-        return new;
-      end $$`);
-    await h.sql.query(
-      `create trigger boom before insert on projects.project for each row execute function projects.boom()`,
-    );
-    try {
+    const refusal = {
+      name: "boom",
+      table: "projects.project",
+      write: "insert",
+      when: "new.name like 'Boom %'",
+      message: "database failure in the middle of Add",
+    } as const;
+    await whileRefusing(h, refusal, async () => {
       const file = uniqueBytes(91);
       await expect(addProject(h, caller, { projectName: name, file })).rejects.toMatchObject({
         kind: "internal",
@@ -89,9 +83,6 @@ describe("a failure after the upload", () => {
       expect(await isPinned(h, pins[0]!.file_hash)).toBe(false);
       const { rows } = await h.sql.query(`select 1 from projects.project where name = $1`, [name]);
       expect(rows).toEqual([]);
-    } finally {
-      await h.sql.query(`drop trigger boom on projects.project`);
-      await h.sql.query(`drop function projects.boom()`);
-    }
+    });
   });
 });

@@ -1,18 +1,18 @@
 import { ErrorCode, isAppError, ProjectsRpc } from "@fundraise/protocol";
 import { ORPHAN_REASON } from "@fundraise/storage/src/content/reconcile.ts";
 import { agePin, nodePins, storeContent } from "@fundraise/storage/src/test/harness.ts";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   addProject,
   expectAppError,
-  type Harness,
   isPinned,
   readWhitepaper,
   seed,
-  startHarness,
   uniqueBytes,
   uniqueProjectName,
   updateProject,
+  useHarness,
+  whileRefusing,
 } from "../test/harness.ts";
 
 // Faults under the real projects, storage and users services, real Postgres and RabbitMQ; IPFS is OUR
@@ -20,11 +20,7 @@ import {
 // The storage service reconciles orphans every 200 ms here (grace: the default 15 minutes); a test makes
 // content old by moving its pin's upload time back.
 const HOUR = 3_600_000;
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("faults", {}, { storageEnv: { RECONCILE_INTERVAL_MS: "200" } });
-});
-afterAll(() => h?.stop());
+const h = useHarness("faults", {}, { storageEnv: { RECONCILE_INTERVAL_MS: "200" } });
 
 /** The storage inventory's rows of this content, oldest first. */
 async function pinsOf(fileHash: string) {
@@ -146,16 +142,14 @@ describe("the database failing in the middle of Add", () => {
     const projectName = uniqueProjectName("Crash");
     const file = uniqueBytes(151);
     // The projects service's insert fails inside its Add transaction, after the upload answered.
-    await h.sql.query(`
-      create function projects.crash() returns trigger language plpgsql as $$
-      begin
-        if new.name like 'Crash %' then raise exception 'database failure in the middle of Add'; end if;
-        return new;
-      end $$`);
-    await h.sql.query(
-      `create trigger crash before insert on projects.project for each row execute function projects.crash()`,
-    );
-    try {
+    const refusal = {
+      name: "crash",
+      table: "projects.project",
+      write: "insert",
+      when: "new.name like 'Crash %'",
+      message: "database failure in the middle of Add",
+    } as const;
+    await whileRefusing(h, refusal, async () => {
       const error = await addProject(h, caller, { projectName, file }).then(
         () => undefined,
         (e: unknown) => e,
@@ -167,10 +161,7 @@ describe("the database failing in the middle of Add", () => {
       expect(pins).toHaveLength(1);
       expect(pins[0]?.unpinned_at).toBeInstanceOf(Date);
       expect(await nodePins(h.node.url, pins[0]!.cid)).toBe(false);
-    } finally {
-      await h.sql.query(`drop trigger crash on projects.project`);
-      await h.sql.query(`drop function projects.crash()`);
-    }
+    });
     // Retrying is safe: the same bytes are uploaded and pinned again, and the project is written once.
     const added = await addProject(h, caller, { projectName, file });
     expect(await projectNamed(projectName)).toEqual([{ id: added.projectID, file_hash: added.fileHash }]);
@@ -185,14 +176,14 @@ describe("the database failing in the middle of Delete", () => {
     const owner = await seed(h);
     const file = uniqueBytes(161);
     const project = await addProject(h, owner.caller, { file });
-    await h.sql.query(`
-      create function projects.no_delete() returns trigger language plpgsql as $$
-      begin raise exception 'database failure in the middle of Delete'; end $$`);
-    await h.sql.query(
-      `create trigger no_delete before delete on projects.project for each row
-       when (old.id = ${project.projectID}) execute function projects.no_delete()`,
-    );
-    try {
+    const refusal = {
+      name: "no_delete",
+      table: "projects.project",
+      write: "delete",
+      when: `old.id = ${project.projectID}`,
+      message: "database failure in the middle of Delete",
+    } as const;
+    await whileRefusing(h, refusal, async () => {
       await expect(
         h.client.call(ProjectsRpc.delete, { caller: owner.caller, id: project.projectID }),
       ).rejects.toMatchObject({ kind: "internal" });
@@ -200,10 +191,7 @@ describe("the database failing in the middle of Delete", () => {
       expect(kept.fileHash).toBe(project.fileHash);
       expect(await isPinned(h, project.fileHash)).toBe(true);
       expect(Buffer.compare(await readContent(project.fileHash), file)).toBe(0);
-    } finally {
-      await h.sql.query(`drop trigger no_delete on projects.project`);
-      await h.sql.query(`drop function projects.no_delete()`);
-    }
+    });
     await h.client.call(ProjectsRpc.delete, { caller: owner.caller, id: project.projectID });
     expect(await isPinned(h, project.fileHash)).toBe(false);
   });
@@ -212,14 +200,14 @@ describe("the database failing in the middle of Delete", () => {
     const owner = await seed(h);
     const project = await addProject(h, owner.caller, { file: uniqueBytes(171) });
     // The storage database refuses to record the removal: the content cannot be unpinned now.
-    await h.sql.query(`
-      create function storage.no_unpin() returns trigger language plpgsql as $$
-      begin raise exception 'database failure in the storage service'; end $$`);
-    await h.sql.query(
-      `create trigger no_unpin before update on storage.pin for each row
-       when (old.file_hash = '${project.fileHash}') execute function storage.no_unpin()`,
-    );
-    try {
+    const refusal = {
+      name: "no_unpin",
+      table: "storage.pin",
+      write: "update",
+      when: `old.file_hash = '${project.fileHash}'`,
+      message: "database failure in the storage service",
+    } as const;
+    await whileRefusing(h, refusal, async () => {
       // The project's row is deleted and committed; the removal of its content fails after that.
       await h.client.call(ProjectsRpc.delete, { caller: owner.caller, id: project.projectID });
       await expectAppError(
@@ -228,10 +216,7 @@ describe("the database failing in the middle of Delete", () => {
         "PROJECT_NOT_FOUND",
       );
       expect(await isPinned(h, project.fileHash)).toBe(true);
-    } finally {
-      await h.sql.query(`drop trigger no_unpin on storage.pin`);
-      await h.sql.query(`drop function storage.no_unpin()`);
-    }
+    });
     // Once the grace period is over, the reconciliation removes what no project holds any more.
     await agePin(h.sql, project.fileHash, HOUR);
     await expect

@@ -1,16 +1,18 @@
 import { ProjectsRpc, UsersRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addProject, expectAppError, type Harness, seed, setReview, startHarness } from "../test/harness.ts";
+import { describe, expect, it } from "vitest";
+import { addProject, expectAppError, seed, setReview, useHarness } from "../test/harness.ts";
 
 // Memberships (behaviour.md §3 rows) over RabbitMQ, with the real users service resolving usernames.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("memberships");
-});
-afterAll(() => h?.stop());
+const h = useHarness("memberships");
 
 type Seeded = Awaited<ReturnType<typeof seed>>;
 const request = (projectID: number, extra: Record<string, unknown> = {}) => ({ projectID, ...extra });
+/** `by` invites to project `id` (`extra`: username, role). */
+const invite = (by: Seeded, id: number, extra: Record<string, unknown> = {}) =>
+  h.client.call(ProjectsRpc.invite, { caller: by.caller, request: request(id, extra) });
+/** `who` answers its invitation to project `id` (`extra`: isAccepted). */
+const reply = (who: Seeded, id: number, extra: Record<string, unknown> = {}) =>
+  h.client.call(ProjectsRpc.reply, { caller: who.caller, request: request(id, extra) });
 
 async function team() {
   const owner = await seed(h);
@@ -19,21 +21,15 @@ async function team() {
 }
 
 async function join(id: number, by: Seeded, who: Seeded, role: "Co-Owner" | "Editor") {
-  await h.client.call(ProjectsRpc.invite, {
-    caller: by.caller,
-    request: request(id, { username: who.user.username, role }),
-  });
-  await h.client.call(ProjectsRpc.reply, { caller: who.caller, request: request(id, { isAccepted: true }) });
+  await invite(by, id, { username: who.user.username, role });
+  await reply(who, id, { isAccepted: true });
 }
 
 describe("invite and reply", () => {
   it("the Owner invites by username (any case); the invitee sees it, accepts and becomes a member", async () => {
     const { owner, project, id } = await team();
     const invitee = await seed(h);
-    const invitationId = await h.client.call(ProjectsRpc.invite, {
-      caller: owner.caller,
-      request: request(id, { username: invitee.user.username.toUpperCase() }),
-    });
+    const invitationId = await invite(owner, id, { username: invitee.user.username.toUpperCase() });
     expect(invitationId).toMatch(/^[0-9]+$/);
     expect(await h.client.call(ProjectsRpc.pendingInvitations, { userId: invitee.user.id })).toEqual([
       { id: Number(invitationId), projectID: id, userID: invitee.user.id, role: "Editor", isAccepted: false },
@@ -47,20 +43,10 @@ describe("invite and reply", () => {
     expect((await h.client.call(ProjectsRpc.get, { caller: invitee.caller, id })).projectID).toBe(id);
     expect(await h.client.call(ProjectsRpc.listPermissioned, { caller: invitee.caller })).toEqual([]);
 
-    await h.client.call(ProjectsRpc.reply, {
-      caller: invitee.caller,
-      request: request(id, { isAccepted: true }),
-    });
+    await reply(invitee, id, { isAccepted: true });
     expect(await h.client.call(ProjectsRpc.pendingInvitations, { userId: invitee.user.id })).toEqual([]);
     expect(await h.client.call(ProjectsRpc.listPermissioned, { caller: invitee.caller })).toEqual([project]);
-    await expectAppError(
-      h.client.call(ProjectsRpc.reply, {
-        caller: invitee.caller,
-        request: request(id, { isAccepted: true }),
-      }),
-      "not_found",
-      "INVITATION_NOT_FOUND",
-    );
+    await expectAppError(reply(invitee, id, { isAccepted: true }), "not_found", "INVITATION_NOT_FOUND");
     // Now a member (Editor): may update, may not invite.
     await h.client.call(ProjectsRpc.updateMarkdown, {
       caller: invitee.caller,
@@ -68,10 +54,7 @@ describe("invite and reply", () => {
       markDown: "by the editor",
     });
     await expectAppError(
-      h.client.call(ProjectsRpc.invite, {
-        caller: invitee.caller,
-        request: request(id, { username: (await seed(h)).user.username }),
-      }),
+      invite(invitee, id, { username: (await seed(h)).user.username }),
       "forbidden",
       "PROJECT_NOT_MEMBER",
     );
@@ -80,78 +63,39 @@ describe("invite and reply", () => {
   it("decline removes the invitation; refusals: self, unknown user, existing membership, bad role, non-manager, missing project", async () => {
     const { owner, id } = await team();
     const invitee = await seed(h);
-    await h.client.call(ProjectsRpc.invite, {
-      caller: owner.caller,
-      request: request(id, { username: invitee.user.username, role: "Co-Owner" }),
-    });
+    await invite(owner, id, { username: invitee.user.username, role: "Co-Owner" });
     await expectAppError(
-      h.client.call(ProjectsRpc.invite, {
-        caller: owner.caller,
-        request: request(id, { username: invitee.user.username }),
-      }),
+      invite(owner, id, { username: invitee.user.username }),
       "conflict",
       "INVITATION_EXISTS",
     );
-    await h.client.call(ProjectsRpc.reply, {
-      caller: invitee.caller,
-      request: request(id, { isAccepted: false }),
-    });
+    await reply(invitee, id, { isAccepted: false });
     expect(await h.client.call(ProjectsRpc.pendingInvitations, { userId: invitee.user.id })).toEqual([]);
 
     await expectAppError(
-      h.client.call(ProjectsRpc.invite, {
-        caller: owner.caller,
-        request: request(id, { username: owner.user.username }),
-      }),
+      invite(owner, id, { username: owner.user.username }),
       "validation",
       "USER_SELF_ACTION",
     );
+    await expectAppError(invite(owner, id, { username: "nobody_here" }), "not_found", "USER_NOT_FOUND");
     await expectAppError(
-      h.client.call(ProjectsRpc.invite, {
-        caller: owner.caller,
-        request: request(id, { username: "nobody_here" }),
-      }),
-      "not_found",
-      "USER_NOT_FOUND",
-    );
-    await expectAppError(
-      h.client.call(ProjectsRpc.invite, {
-        caller: owner.caller,
-        request: request(id, { username: invitee.user.username, role: "Owner" }),
-      }),
+      invite(owner, id, { username: invitee.user.username, role: "Owner" }),
       "validation",
       "VALIDATION_FAILED",
     );
-    await expectAppError(
-      h.client.call(ProjectsRpc.invite, { caller: owner.caller, request: request(id) }),
-      "validation",
-      "VALIDATION_FAILED",
-    );
+    await expectAppError(invite(owner, id), "validation", "VALIDATION_FAILED");
     const admin = await seed(h, "Admin");
     await expectAppError(
-      h.client.call(ProjectsRpc.invite, {
-        caller: admin.caller,
-        request: request(id, { username: invitee.user.username }),
-      }),
+      invite(admin, id, { username: invitee.user.username }),
       "forbidden",
       "PROJECT_NOT_MEMBER",
     );
     await expectAppError(
-      h.client.call(ProjectsRpc.invite, {
-        caller: owner.caller,
-        request: request(2_000_000_000, { username: invitee.user.username }),
-      }),
+      invite(owner, 2_000_000_000, { username: invitee.user.username }),
       "not_found",
       "PROJECT_NOT_FOUND",
     );
-    await expectAppError(
-      h.client.call(ProjectsRpc.reply, {
-        caller: invitee.caller,
-        request: request(id, { isAccepted: true }),
-      }),
-      "not_found",
-      "INVITATION_NOT_FOUND",
-    );
+    await expectAppError(reply(invitee, id, { isAccepted: true }), "not_found", "INVITATION_NOT_FOUND");
   });
 
   it("an accepted Co-Owner invites too", async () => {
@@ -180,10 +124,7 @@ describe("coOwners", () => {
     const pendingCoOwner = await seed(h);
     await join(id, owner, coOwner, "Co-Owner");
     await join(id, owner, editor, "Editor");
-    await h.client.call(ProjectsRpc.invite, {
-      caller: owner.caller,
-      request: request(id, { username: pendingCoOwner.user.username, role: "Co-Owner" }),
-    });
+    await invite(owner, id, { username: pendingCoOwner.user.username, role: "Co-Owner" });
     const list = await h.client.call(ProjectsRpc.coOwners, {
       caller: (await seed(h, "Admin")).caller,
       projectID: id,
@@ -236,10 +177,7 @@ describe("removeCollaborator", () => {
     await join(id, owner, coOwner2, "Co-Owner");
     await join(id, owner, editor, "Editor");
     await join(id, owner, editor2, "Editor");
-    await h.client.call(ProjectsRpc.invite, {
-      caller: owner.caller,
-      request: request(id, { username: invited.user.username }),
-    });
+    await invite(owner, id, { username: invited.user.username });
     const remove = (by: Seeded, who?: Seeded) =>
       h.client.call(ProjectsRpc.removeCollaborator, {
         caller: by.caller,
@@ -282,10 +220,7 @@ describe("a deleted user (users.user.deleted)", () => {
     const member = await seed(h);
     const invitedElsewhere = await team();
     await join(id, owner, member, "Editor");
-    await h.client.call(ProjectsRpc.invite, {
-      caller: invitedElsewhere.owner.caller,
-      request: request(invitedElsewhere.id, { username: member.user.username }),
-    });
+    await invite(invitedElsewhere.owner, invitedElsewhere.id, { username: member.user.username });
     await h.client.call(ProjectsRpc.rate, { caller: member.caller, id, rating: 5 });
     expect((await h.client.call(ProjectsRpc.rate, { caller: owner.caller, id, rating: 1 })).rating).toBe(3);
 

@@ -1,29 +1,24 @@
 import { kuboDirectoryCidOf } from "@fundraise/ipfs-node";
 import { type Caller, ProjectsEvents, ProjectsRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   addProject,
   expectAppError,
-  type Harness,
   isPinned,
   outboxPayloads,
   readWhitepaper,
   receivedEvent,
   seed,
   setReview,
-  startHarness,
   uniqueBytes,
   uniqueProjectName,
   updateProject,
+  useHarness,
 } from "../test/harness.ts";
 
 // The project use cases over RabbitMQ as the gateway calls them, with the real storage service on the
 // Kubo-RPC stand-in (packages/ipfs-node, not Kubo) and the real users service.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("projects", { REVIEW_QUEUE_MAX: "1000" });
-});
-afterAll(() => h?.stop());
+const h = useHarness("projects", { REVIEW_QUEUE_MAX: "1000" });
 
 describe("projects.project.add", () => {
   it("stores the content through the storage service and makes the caller the accepted Owner", async () => {

@@ -1,20 +1,16 @@
 import { testMessageContext } from "@fundraise/bus/testing";
 import { ProjectsRpc, UsersEvents, UsersRpc } from "@fundraise/protocol";
 import { createOrm, silentLogger } from "@fundraise/service-kit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { migrations } from "../db/migrations/index.ts";
 import { Permission, Project, Rating } from "../projects/project.entity.ts";
 import { createProjectRepository, PROJECTS_SCHEMA } from "../projects/project.repository.ts";
 import { createUserFenceService } from "../projects/user-fence.service.ts";
-import { addProject, expectAppError, type Harness, seed, setReview, startHarness } from "../test/harness.ts";
+import { addProject, expectAppError, seed, setReview, useHarness } from "../test/harness.ts";
 
 // A user's deletion against that user's writes, with the REAL users and projects services: the users
 // service fences the user here inside its deleting transaction (docs/adr/0015-no-orphaned-projects.md).
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("fence");
-});
-afterAll(() => h?.stop());
+const h = useHarness("fence");
 
 type Seeded = Awaited<ReturnType<typeof seed>>;
 

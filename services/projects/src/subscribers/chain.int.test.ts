@@ -1,15 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { ChainEvents, ProjectsRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addProject, expectAppError, type Harness, seed, startHarness } from "../test/harness.ts";
+import { describe, expect, it } from "vitest";
+import { addProject, expectAppError, seed, useHarness } from "../test/harness.ts";
 
 // Chain facts as the chain-indexer will publish them (it does not exist yet: the test publishes them), and
 // "sync now" while no indexer answers.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("chain");
-});
-afterAll(() => h?.stop());
+const h = useHarness("chain");
 
 const hex32 = () => `0x${randomBytes(32).toString("hex")}`;
 const origin = (blockNumber: number, logIndex = 0, txHash = hex32()) => ({

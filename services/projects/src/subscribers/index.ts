@@ -1,5 +1,5 @@
-import type { Bus } from "@fundraise/bus";
-import { ChainEvents, UsersEvents } from "@fundraise/protocol";
+import type { Bus, EventHandler } from "@fundraise/bus";
+import { ChainEvents, type EventDescriptor, UsersEvents } from "@fundraise/protocol";
 import type { ChainSync } from "../projects/chain.service.ts";
 import type { UserFenceService } from "../projects/user-fence.service.ts";
 
@@ -12,30 +12,11 @@ export async function subscribeProjects(bus: Bus, fences: UserFenceService, chai
   await bus.subscribe(CONSUMER, UsersEvents.deleted, ({ userId }, ctx) => fences.removeUser(userId, ctx));
   // Chain facts from the chain-indexer, each applied once per (chainId, txHash, logIndex). One at a time:
   // facts about one project must be compared with what the previous fact left.
-  const inOrder = { prefetch: 1 };
-  await bus.subscribe(
-    CONSUMER,
-    ChainEvents.projectEvaluated,
-    (fact, ctx) => chain.applyEvaluation(fact, ctx),
-    inOrder,
-  );
-  await bus.subscribe(
-    CONSUMER,
-    ChainEvents.auctionCreated,
-    (fact, ctx) => chain.applyAuctionCreated(fact, ctx),
-    inOrder,
-  );
-  await bus.subscribe(
-    CONSUMER,
-    ChainEvents.auctionStatusChanged,
-    (fact, ctx) => chain.applyAuctionStatus(fact, ctx),
-    inOrder,
-  );
+  const inOrder = <D extends EventDescriptor>(event: D, apply: EventHandler<D>) =>
+    bus.subscribe(CONSUMER, event, apply, { prefetch: 1 });
+  await inOrder(ChainEvents.projectEvaluated, (fact, ctx) => chain.applyEvaluation(fact, ctx));
+  await inOrder(ChainEvents.auctionCreated, (fact, ctx) => chain.applyAuctionCreated(fact, ctx));
+  await inOrder(ChainEvents.auctionStatusChanged, (fact, ctx) => chain.applyAuctionStatus(fact, ctx));
   // A reorg took a fact back: what it set is recomputed from the facts that still stand.
-  await bus.subscribe(
-    CONSUMER,
-    ChainEvents.factRetracted,
-    (fact, ctx) => chain.applyRetraction(fact, ctx),
-    inOrder,
-  );
+  await inOrder(ChainEvents.factRetracted, (fact, ctx) => chain.applyRetraction(fact, ctx));
 }

@@ -6,17 +6,15 @@ import { type IpfsNode, startIpfsNode } from "@fundraise/ipfs-node";
 import {
   type Caller,
   type ContentRef,
-  type EventDescriptor,
-  type PayloadOf,
   ProjectsEvents,
   ProjectsRpc,
   type UserRole,
 } from "@fundraise/protocol";
 import type { ServiceApp } from "@fundraise/service-kit";
 import {
-  outboxPayloads as kitOutboxPayloads,
-  receivedEvent as kitReceivedEvent,
+  harnessOfFile,
   type ServiceHarness,
+  serviceEvents,
   startServiceHarness,
 } from "@fundraise/service-kit/testing";
 import type { StorageApp } from "@fundraise/storage/src/app.ts";
@@ -31,7 +29,6 @@ import {
   sessionStandIn,
   usersService,
 } from "@fundraise/users/src/test/harness.ts";
-import type pg from "pg";
 import { startProjectsApp } from "../app.ts";
 import { loadConfig } from "../config.ts";
 import { PROJECTS_SCHEMA } from "../projects/project.repository.ts";
@@ -116,6 +113,10 @@ export async function startHarness(
     },
   };
 }
+
+/** The harness of this test file (`startHarness`'s arguments): started before its tests, stopped after them. */
+export const useHarness = (...args: Parameters<typeof startHarness>): Harness =>
+  harnessOfFile(() => startHarness(...args));
 
 export type { SeededUser };
 
@@ -221,15 +222,36 @@ export async function isPinned(h: Harness, fileHash: string): Promise<boolean> {
   return rows.length > 0;
 }
 
+/** A database failure a test stages: rows of `table` that match `when` refuse `write` with `message`. */
+export interface Refusal {
+  /** The trigger's and its function's name (the function lives in the table's schema). */
+  name: string;
+  table: string;
+  write: "insert" | "update" | "delete";
+  /** The SQL condition on `new` (insert, update) or `old` (update, delete). */
+  when: string;
+  message: string;
+}
+
+/** Runs `work` while the database refuses a write (a trigger), dropped again afterwards. */
+export async function whileRefusing<T>(h: Harness, refusal: Refusal, work: () => Promise<T>): Promise<T> {
+  const { name, table, write, when, message } = refusal;
+  const fn = `${table.split(".")[0]}.${name}`;
+  await h.sql.query(
+    `create function ${fn}() returns trigger language plpgsql as $$ begin raise exception '${message}'; end $$`,
+  );
+  await h.sql.query(
+    `create trigger ${name} before ${write} on ${table} for each row when (${when}) execute function ${fn}()`,
+  );
+  try {
+    return await work();
+  } finally {
+    await h.sql.query(`drop trigger ${name} on ${table}`);
+    await h.sql.query(`drop function ${fn}()`);
+  }
+}
+
 export { expectAppError } from "@fundraise/service-kit/testing";
 
-/** Events of one kind in the projects outbox (published or not), oldest first. */
-export const outboxPayloads = <D extends EventDescriptor>(sql: pg.Pool, event: D) =>
-  kitOutboxPayloads(sql, PROJECTS_SCHEMA, event);
-
-/** Waits until the test consumer received an event of this kind matching `match`; returns its payload. */
-export const receivedEvent = <D extends EventDescriptor>(
-  h: Harness,
-  event: D,
-  match: Partial<PayloadOf<D>>,
-) => kitReceivedEvent(h.events, event, match);
+/** Events in the projects outbox, and those the test consumer received (service-kit's serviceEvents). */
+export const { outboxPayloads, receivedEvent } = serviceEvents(PROJECTS_SCHEMA);

@@ -1,6 +1,11 @@
 import { createHash } from "node:crypto";
 import type { Caller, UserRole } from "@fundraise/protocol";
-import { createMemoryStore, type Emitted, type MemoryTx } from "@fundraise/service-kit/testing";
+import {
+  createMemoryStore,
+  type Emitted,
+  type MemoryTx,
+  withCommitted,
+} from "@fundraise/service-kit/testing";
 import { createChainSync } from "../projects/chain.service.ts";
 import type { StandingFact } from "../projects/chain-facts.ts";
 import { createHotReads } from "../projects/hot-reads.ts";
@@ -202,14 +207,7 @@ export function createMemoryProjects(): MemoryProjects {
   const transaction = <T>(work: (tx: ProjectTx) => Promise<T>) => store.transaction((tx) => work(txOf(tx)));
   const state = () => store.state;
 
-  return {
-    get projects() {
-      return store.state.projects;
-    },
-    get permissions() {
-      return store.state.permissions;
-    },
-    events: store.events,
+  const repository: Omit<MemoryProjects, "projects" | "permissions" | "events"> = {
     transaction,
     once: (consumer, key, _ctx, work) =>
       transaction(async (t) => {
@@ -275,6 +273,7 @@ export function createMemoryProjects(): MemoryProjects {
         .slice(0, limit)
         .map(([userId]) => userId),
   };
+  return withCommitted(store, ["projects", "permissions"], repository);
 }
 
 /** What the fake storage service was asked: content stored (by file hash) and removed. */

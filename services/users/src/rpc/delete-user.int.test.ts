@@ -1,24 +1,11 @@
 import { waitFor } from "@fundraise/bus/testing";
 import { UsersEvents, UsersRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  callerOf,
-  expectAppError,
-  type Harness,
-  outboxPayloads,
-  receivedEvent,
-  type SeededUser,
-  seedUser,
-  startHarness,
-} from "../test/harness.ts";
+import { describe, expect, it } from "vitest";
+import { callerOf, expectAppError, type SeededUser, useHarness } from "../test/harness.ts";
 
 // deleteSelf and delete (admin): the users service's rules, with the projects service's fence and the auth
 // service's session played by the harness's STAND-INS (the real three meet in services/projects and e2e).
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("delete");
-});
-afterAll(() => h?.stop());
+const h = useHarness("delete");
 
 async function exists(id: number): Promise<boolean> {
   return (await h.sql.query(`select 1 from users."user" where id = $1`, [id])).rows.length === 1;
@@ -27,15 +14,15 @@ async function exists(id: number): Promise<boolean> {
 /** Leaves exactly `count` Admins in the table (demoting the others), for the last-admin rule. */
 async function onlyAdmins(count: number): Promise<SeededUser[]> {
   await h.sql.query(`update users."user" set role = 'Base' where role = 'Admin'`);
-  return Promise.all(Array.from({ length: count }, () => seedUser(h.sql, { role: "Admin" })));
+  return Promise.all(Array.from({ length: count }, () => h.seedUser({ role: "Admin" })));
 }
 
 describe("users.user.delete-self", () => {
   it("deletes the caller and emits users.user.deleted", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     expect(await h.client.call(UsersRpc.deleteSelf, { caller: callerOf(user) })).toBeNull();
     expect(await exists(user.id)).toBe(false);
-    expect(await receivedEvent(h, UsersEvents.deleted, { userId: user.id })).toEqual({
+    expect(await h.receivedEvent(UsersEvents.deleted, { userId: user.id })).toEqual({
       userId: user.id,
       address: user.address,
       version: 2,
@@ -43,7 +30,7 @@ describe("users.user.delete-self", () => {
   });
 
   it("fences the user in the projects service before it commits, and the session says deleted before it answers", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     await h.client.call(UsersRpc.deleteSelf, { caller: callerOf(user) });
     // Fenced before the commit; its rows there removed before the answer.
     expect(h.projects.calls.filter((c) => c.userId === user.id)).toEqual([
@@ -54,7 +41,7 @@ describe("users.user.delete-self", () => {
   });
 
   it("409 USER_OWNS_PROJECT when the projects service refuses the fence: nothing is deleted, nothing to lift", async () => {
-    const owner = await seedUser(h.sql);
+    const owner = await h.seedUser();
     h.projects.owners.add(owner.id);
     await expectAppError(
       h.client.call(UsersRpc.deleteSelf, { caller: callerOf(owner) }),
@@ -62,7 +49,7 @@ describe("users.user.delete-self", () => {
       "USER_OWNS_PROJECT",
     );
     expect(await exists(owner.id)).toBe(true);
-    expect((await outboxPayloads(h.sql, UsersEvents.deleted)).some((p) => p.userId === owner.id)).toBe(false);
+    expect((await h.outboxPayloads(UsersEvents.deleted)).some((p) => p.userId === owner.id)).toBe(false);
     expect(h.sessions.state(owner.id)).toBeUndefined();
     h.projects.owners.delete(owner.id);
     await h.client.call(UsersRpc.deleteSelf, { caller: callerOf(owner) });
@@ -70,7 +57,7 @@ describe("users.user.delete-self", () => {
   });
 
   it("a deletion whose transaction fails after the fence lifts the fence again", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     // The commit fails: a deferred constraint trigger that raises on the user's deletion.
     await h.sql.query(`
       create or replace function users.refuse_delete() returns trigger language plpgsql as $$
@@ -93,7 +80,7 @@ describe("users.user.delete-self", () => {
   });
 
   it("503 when the session cannot be told (auth down): the deletion is saved, its event tells the session later", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     h.sessions.failing = true;
     try {
       await expectAppError(
@@ -105,7 +92,7 @@ describe("users.user.delete-self", () => {
       h.sessions.failing = false;
     }
     expect(await exists(user.id)).toBe(false);
-    expect(await receivedEvent(h, UsersEvents.deleted, { userId: user.id })).toMatchObject({ version: 2 });
+    expect(await h.receivedEvent(UsersEvents.deleted, { userId: user.id })).toMatchObject({ version: 2 });
   });
 
   it("409 USER_LAST_ADMIN for the last Admin", async () => {
@@ -159,7 +146,7 @@ describe("users.user.delete-self", () => {
   });
 
   it("404 for a caller that no longer exists", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     await h.sql.query(`delete from users."user" where id = $1`, [user.id]);
     await expectAppError(
       h.client.call(UsersRpc.deleteSelf, { caller: callerOf(user) }),
@@ -171,11 +158,11 @@ describe("users.user.delete-self", () => {
 
 describe("users.user.delete (admin)", () => {
   it("deletes the user by id and emits users.user.deleted", async () => {
-    const admin = await seedUser(h.sql, { role: "Admin" });
-    const user = await seedUser(h.sql, { role: "Whitelist" });
+    const admin = await h.seedUser({ role: "Admin" });
+    const user = await h.seedUser({ role: "Whitelist" });
     await h.client.call(UsersRpc.delete, { caller: callerOf(admin), id: user.id });
     expect(await exists(user.id)).toBe(false);
-    expect(await receivedEvent(h, UsersEvents.deleted, { userId: user.id })).toEqual({
+    expect(await h.receivedEvent(UsersEvents.deleted, { userId: user.id })).toEqual({
       userId: user.id,
       address: user.address,
       version: 2,
@@ -184,7 +171,7 @@ describe("users.user.delete (admin)", () => {
   });
 
   it("404 USER_NOT_FOUND for an id nobody has", async () => {
-    const admin = await seedUser(h.sql, { role: "Admin" });
+    const admin = await h.seedUser({ role: "Admin" });
     await expectAppError(
       h.client.call(UsersRpc.delete, { caller: callerOf(admin), id: 987_654 }),
       "not_found",
@@ -193,7 +180,7 @@ describe("users.user.delete (admin)", () => {
   });
 
   it("409 USER_SELF_ACTION when the admin names itself (it must use DELETE /user/delete)", async () => {
-    const admin = await seedUser(h.sql, { role: "Admin" });
+    const admin = await h.seedUser({ role: "Admin" });
     const error = await h.client
       .call(UsersRpc.delete, { caller: callerOf(admin), id: admin.id })
       .catch((e: unknown) => e);
@@ -203,8 +190,8 @@ describe("users.user.delete (admin)", () => {
   });
 
   it("409 USER_OWNS_PROJECT for a user who owns a project", async () => {
-    const admin = await seedUser(h.sql, { role: "Admin" });
-    const owner = await seedUser(h.sql);
+    const admin = await h.seedUser({ role: "Admin" });
+    const owner = await h.seedUser();
     h.projects.owners.add(owner.id);
     await expectAppError(
       h.client.call(UsersRpc.delete, { caller: callerOf(admin), id: owner.id }),
@@ -216,7 +203,7 @@ describe("users.user.delete (admin)", () => {
 
   it("403 ROLE_FORBIDDEN when the caller was demoted after the gateway read its role; nobody is deleted", async () => {
     const [target] = await onlyAdmins(1);
-    const demoted = await seedUser(h.sql, { role: "Base" });
+    const demoted = await h.seedUser({ role: "Base" });
     await expectAppError(
       h.client.call(UsersRpc.delete, { caller: callerOf(demoted, "Admin"), id: target!.id }),
       "forbidden",
@@ -226,8 +213,8 @@ describe("users.user.delete (admin)", () => {
   });
 
   it("403 ROLE_FORBIDDEN for a caller who is not an Admin", async () => {
-    const caller = await seedUser(h.sql, { role: "Viewer" });
-    const user = await seedUser(h.sql);
+    const caller = await h.seedUser({ role: "Viewer" });
+    const user = await h.seedUser();
     await expectAppError(
       h.client.call(UsersRpc.delete, { caller: callerOf(caller), id: user.id }),
       "forbidden",

@@ -1,18 +1,14 @@
 import { UsersRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Harness, seedUser, startHarness } from "../test/harness.ts";
+import { describe, expect, it } from "vitest";
+import { useHarness } from "../test/harness.ts";
 
 // by-username and by-ids, asked by the projects service (memberships), over RabbitMQ.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("lookups");
-});
-afterAll(() => h?.stop());
+const h = useHarness("lookups");
 
 describe("users.user.by-username and users.user.by-ids", () => {
   it("find users by username in any case, and by ids (existing ones, in id order)", async () => {
-    const a = await seedUser(h.sql);
-    const b = await seedUser(h.sql, { role: "Viewer" });
+    const a = await h.seedUser();
+    const b = await h.seedUser({ role: "Viewer" });
     const dto = await h.client.call(UsersRpc.byUsername, { username: ` ${a.username.toUpperCase()} ` });
     expect(dto).toEqual({
       id: a.id,

@@ -1,23 +1,10 @@
 import type { MessageContext } from "@fundraise/bus";
 import { UsersEvents, UsersRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  callerOf,
-  expectAppError,
-  type Harness,
-  outboxPayloads,
-  receivedEvent,
-  seedUser,
-  startHarness,
-  uniqueName,
-} from "../test/harness.ts";
+import { callerOf, expectAppError, uniqueName, useHarness } from "../test/harness.ts";
 
 // get, update and list, called over RabbitMQ as the gateway calls them.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("profile");
-});
-afterAll(() => h?.stop());
+const h = useHarness("profile");
 
 const noChange = { name: null, surname: null, username: null, mailAddress: null };
 
@@ -28,7 +15,7 @@ async function row(id: number) {
 
 describe("users.user.get", () => {
   it("answers the caller's UserDTO with invitations null while the projects service cannot answer", async () => {
-    const user = await seedUser(h.sql, { role: "Viewer" });
+    const user = await h.seedUser({ role: "Viewer" });
     expect(await h.client.call(UsersRpc.get, { caller: callerOf(user) })).toEqual({
       id: user.id,
       name: "Ada",
@@ -42,7 +29,7 @@ describe("users.user.get", () => {
   });
 
   it("404 USER_NOT_FOUND for a caller that no longer exists", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     await h.sql.query(`delete from users."user" where id = $1`, [user.id]);
     await expectAppError(
       h.client.call(UsersRpc.get, { caller: callerOf(user) }),
@@ -69,7 +56,7 @@ describe("users.user.get", () => {
     });
 
     it("adds the caller's pending invitations, passing the request id and a short deadline on", async () => {
-      const user = await seedUser(h.sql);
+      const user = await h.seedUser();
       const before = Date.now();
       const dto = await h.client.call(
         UsersRpc.get,
@@ -87,7 +74,7 @@ describe("users.user.get", () => {
 
     it("answers invitations null when the projects service does not answer in time", async () => {
       behaviour = "hang";
-      const user = await seedUser(h.sql);
+      const user = await h.seedUser();
       const dto = await h.client.call(UsersRpc.get, { caller: callerOf(user) });
       expect(dto).toMatchObject({ id: user.id, invitations: null });
       release();
@@ -98,7 +85,7 @@ describe("users.user.get", () => {
 
 describe("users.user.update", () => {
   it("403 ROLE_FORBIDDEN for a Blacklist caller (read-only), and nothing changes", async () => {
-    const user = await seedUser(h.sql, { role: "Blacklist" });
+    const user = await h.seedUser({ role: "Blacklist" });
     await expectAppError(
       h.client.call(UsersRpc.update, {
         caller: callerOf(user),
@@ -111,7 +98,7 @@ describe("users.user.update", () => {
   });
 
   it("updates name and surname (trimmed) and keeps the rest; no e-mail event", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     const dto = await h.client.call(UsersRpc.update, {
       caller: callerOf(user),
       user: { ...noChange, name: "  Grace ", surname: "Hopper" },
@@ -125,18 +112,18 @@ describe("users.user.update", () => {
       invitations: null,
     });
     expect((await row(user.id))?.is_verified).toBe(true);
-    const mails = await outboxPayloads(h.sql, UsersEvents.emailChanged);
+    const mails = await h.outboxPayloads(UsersEvents.emailChanged);
     expect(mails.filter((p) => p.userId === user.id)).toEqual([]);
   });
 
   it("absent or null fields leave the user unchanged", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     const dto = await h.client.call(UsersRpc.update, { caller: callerOf(user), user: {} });
     expect(dto).toMatchObject({ name: "Ada", surname: "Lovelace", username: user.username });
   });
 
   it("a changed e-mail unverifies the user and emits users.user.email-changed", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     const mailAddress = `${uniqueName("new")}@example.org`;
     const dto = await h.client.call(UsersRpc.update, {
       caller: callerOf(user),
@@ -144,7 +131,7 @@ describe("users.user.update", () => {
     });
     expect(dto.mailAddress).toBe(mailAddress);
     expect(await row(user.id)).toMatchObject({ is_verified: false, pending_until: null });
-    expect(await receivedEvent(h, UsersEvents.emailChanged, { userId: user.id })).toEqual({
+    expect(await h.receivedEvent(UsersEvents.emailChanged, { userId: user.id })).toEqual({
       userId: user.id,
       address: user.address,
       mailAddress,
@@ -152,20 +139,20 @@ describe("users.user.update", () => {
   });
 
   it("the same e-mail in another letter case is no change: still verified, no event", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     const dto = await h.client.call(UsersRpc.update, {
       caller: callerOf(user),
       user: { ...noChange, mailAddress: user.mailAddress.toUpperCase() },
     });
     expect(dto.mailAddress).toBe(user.mailAddress.toUpperCase());
     expect((await row(user.id))?.is_verified).toBe(true);
-    const mails = await outboxPayloads(h.sql, UsersEvents.emailChanged);
+    const mails = await h.outboxPayloads(UsersEvents.emailChanged);
     expect(mails.filter((p) => p.userId === user.id)).toEqual([]);
   });
 
   it("409 naming which: username or e-mail of another user, in any case", async () => {
-    const other = await seedUser(h.sql);
-    const user = await seedUser(h.sql);
+    const other = await h.seedUser();
+    const user = await h.seedUser();
     await expectAppError(
       h.client.call(UsersRpc.update, {
         caller: callerOf(user),
@@ -186,15 +173,15 @@ describe("users.user.update", () => {
   });
 
   it("a username held only by an expired sign-up is taken over (the sign-up is deleted)", async () => {
-    const expired = await seedUser(h.sql, { isVerified: false, pendingUntil: new Date(Date.now() - 1000) });
-    const user = await seedUser(h.sql);
+    const expired = await h.seedUser({ isVerified: false, pendingUntil: new Date(Date.now() - 1000) });
+    const user = await h.seedUser();
     const dto = await h.client.call(UsersRpc.update, {
       caller: callerOf(user),
       user: { ...noChange, username: expired.username },
     });
     expect(dto.username).toBe(expired.username);
     expect(await row(expired.id)).toBeUndefined();
-    await receivedEvent(h, UsersEvents.deleted, { userId: expired.id });
+    await h.receivedEvent(UsersEvents.deleted, { userId: expired.id });
   });
 
   it.each([
@@ -204,7 +191,7 @@ describe("users.user.update", () => {
     ["username", { username: "ab" }],
     ["mailAddress", { mailAddress: "nope@" }],
   ])("400 naming %s for %j", async (field, fields) => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     const error = await h.client
       .call(UsersRpc.update, { caller: callerOf(user), user: { ...noChange, ...fields } })
       .catch((e: unknown) => e);
@@ -213,7 +200,7 @@ describe("users.user.update", () => {
   });
 
   it("404 for a caller that no longer exists", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     await h.sql.query(`delete from users."user" where id = $1`, [user.id]);
     await expectAppError(
       h.client.call(UsersRpc.update, { caller: callerOf(user), user: { ...noChange, name: "X" } }),
@@ -225,8 +212,8 @@ describe("users.user.update", () => {
 
 describe("users.user.list", () => {
   it("answers every user as UserDTO, ordered by id, without invitations", async () => {
-    const admin = await seedUser(h.sql, { role: "Admin" });
-    await seedUser(h.sql, { isVerified: false, pendingUntil: new Date(Date.now() + 60_000) });
+    const admin = await h.seedUser({ role: "Admin" });
+    await h.seedUser({ isVerified: false, pendingUntil: new Date(Date.now() + 60_000) });
     const list = await h.client.call(UsersRpc.list, { caller: callerOf(admin) });
     const { rows } = await h.sql.query<{ id: number }>(`select id from users."user" order by id`);
     expect(list.map((u) => u.id)).toEqual(rows.map((r) => r.id));
@@ -235,7 +222,7 @@ describe("users.user.list", () => {
   });
 
   it("403 for a caller who is not an Admin (the gateway checks first; so does the service)", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     await expectAppError(
       h.client.call(UsersRpc.list, { caller: callerOf(user) }),
       "forbidden",

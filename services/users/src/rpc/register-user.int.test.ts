@@ -1,22 +1,9 @@
 import { UsersEvents, UsersRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  expectAppError,
-  type Harness,
-  outboxPayloads,
-  randomAddress,
-  receivedEvent,
-  seedUser,
-  startHarness,
-  uniqueName,
-} from "../test/harness.ts";
+import { describe, expect, it } from "vitest";
+import { expectAppError, randomAddress, uniqueName, useHarness } from "../test/harness.ts";
 
 // The auth service's RPCs (register, byAddress, markVerified) on real Postgres and RabbitMQ.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("register");
-});
-afterAll(() => h?.stop());
+const h = useHarness("register");
 
 const HOUR = 3_600_000;
 const future = () => new Date(Date.now() + 24 * HOUR).toISOString();
@@ -104,7 +91,7 @@ describe("users.user.register", () => {
       ["e-mail", "USER_EMAIL_TAKEN"],
       ["username", "USER_USERNAME_TAKEN"],
     ])("same %s (other case) → 409 %s", async (field, code) => {
-      const existing = await seedUser(h.sql);
+      const existing = await h.seedUser();
       const input = newUser();
       if (field === "address") input.address = existing.address.toLowerCase();
       if (field === "e-mail") input.mailAddress = existing.mailAddress.toUpperCase();
@@ -115,7 +102,7 @@ describe("users.user.register", () => {
   });
 
   it("an unverified sign-up of another address still pending blocks its e-mail and username", async () => {
-    const pending = await seedUser(h.sql, { isVerified: false, pendingUntil: new Date(Date.now() + HOUR) });
+    const pending = await h.seedUser({ isVerified: false, pendingUntil: new Date(Date.now() + HOUR) });
     await expectAppError(
       h.client.call(UsersRpc.register, newUser({ mailAddress: pending.mailAddress })),
       "conflict",
@@ -132,7 +119,7 @@ describe("users.user.register", () => {
   });
 
   it("an unverified account that changed its e-mail (no deadline) blocks like a verified one", async () => {
-    const changed = await seedUser(h.sql, { isVerified: false, pendingUntil: null });
+    const changed = await h.seedUser({ isVerified: false, pendingUntil: null });
     await expectAppError(
       h.client.call(
         UsersRpc.register,
@@ -144,7 +131,7 @@ describe("users.user.register", () => {
   });
 
   it("an account awaiting its changed e-mail's link is not a sign-up: its address → 409", async () => {
-    const changed = await seedUser(h.sql, { isVerified: false, pendingUntil: null });
+    const changed = await h.seedUser({ isVerified: false, pendingUntil: null });
     await expectAppError(
       h.client.call(UsersRpc.register, newUser({ address: changed.address })),
       "conflict",
@@ -153,13 +140,13 @@ describe("users.user.register", () => {
   });
 
   it("an expired unverified sign-up of another address is deleted and replaced", async () => {
-    const expired = await seedUser(h.sql, { isVerified: false, pendingUntil: past() });
+    const expired = await h.seedUser({ isVerified: false, pendingUntil: past() });
     const input = newUser({ username: expired.username, mailAddress: expired.mailAddress });
     const answer = await h.client.call(UsersRpc.register, input);
     expect(answer.replaced).toBe(true);
     expect(answer.userId).not.toBe(expired.id);
     expect(await row(expired.id)).toBeUndefined();
-    expect(await receivedEvent(h, UsersEvents.deleted, { userId: expired.id })).toEqual({
+    expect(await h.receivedEvent(UsersEvents.deleted, { userId: expired.id })).toEqual({
       userId: expired.id,
       address: expired.address,
       version: 2,
@@ -169,7 +156,7 @@ describe("users.user.register", () => {
   });
 
   it("an expired unverified sign-up of the same address is replaced by a new user", async () => {
-    const expired = await seedUser(h.sql, { isVerified: false, pendingUntil: past() });
+    const expired = await h.seedUser({ isVerified: false, pendingUntil: past() });
     const answer = await h.client.call(UsersRpc.register, newUser({ address: expired.address }));
     expect(answer.replaced).toBe(true);
     expect(answer.userId).not.toBe(expired.id);
@@ -246,7 +233,7 @@ describe("users.user.register", () => {
         proof: "nonce",
         is_verified: false,
       });
-      expect(await receivedEvent(h, UsersEvents.deleted, { userId: answer.userId })).toEqual({
+      expect(await h.receivedEvent(UsersEvents.deleted, { userId: answer.userId })).toEqual({
         userId: answer.userId,
         address: input.address,
         version: 2,
@@ -259,7 +246,7 @@ describe("users.user.register", () => {
     });
 
     it("replacing a pending legacy sign-up still refuses another user's e-mail, and keeps the pending one", async () => {
-      const other = await seedUser(h.sql);
+      const other = await h.seedUser();
       const { input, answer } = await signUp("legacy");
       await expectAppError(
         h.client.call(UsersRpc.register, { ...input, mailAddress: other.mailAddress, proof: "nonce" }),
@@ -349,15 +336,15 @@ describe("users.user.register", () => {
   });
 
   it("emits nothing for a plain sign-up (the auth service mails the link)", async () => {
-    const before = (await outboxPayloads(h.sql, UsersEvents.deleted)).length;
+    const before = (await h.outboxPayloads(UsersEvents.deleted)).length;
     await h.client.call(UsersRpc.register, newUser());
-    expect(await outboxPayloads(h.sql, UsersEvents.deleted)).toHaveLength(before);
+    expect(await h.outboxPayloads(UsersEvents.deleted)).toHaveLength(before);
   });
 });
 
 describe("users.user.by-address", () => {
   it("finds the account whatever the letter case, with its verification state", async () => {
-    const user = await seedUser(h.sql, { role: "Whitelist" });
+    const user = await h.seedUser({ role: "Whitelist" });
     expect(await h.client.call(UsersRpc.byAddress, { address: user.address.toLowerCase() })).toEqual({
       id: user.id,
       address: user.address,

@@ -1,24 +1,17 @@
 import { waitFor } from "@fundraise/bus/testing";
 import { ChainEvents, type PayloadOf, UsersEvents, UsersRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   callerOf,
+  chainStatusFact,
   expectAppError,
-  type Harness,
-  outboxPayloads,
   randomAddress,
-  receivedEvent,
-  seedUser,
-  startHarness,
   uniqueName,
+  useHarness,
 } from "../test/harness.ts";
 
 // Roles: an admin's updateRole, the auth service's setChainRole, and the chain-indexer's status facts.
-let h: Harness;
-beforeAll(async () => {
-  h = await startHarness("roles");
-});
-afterAll(() => h?.stop());
+const h = useHarness("roles");
 
 async function history(userId: number) {
   const { rows } = await h.sql.query(
@@ -34,13 +27,13 @@ async function roleOf(userId: number): Promise<string> {
 }
 
 async function roleEventsFor(userId: number) {
-  return (await outboxPayloads(h.sql, UsersEvents.roleChanged)).filter((p) => p.userId === userId);
+  return (await h.outboxPayloads(UsersEvents.roleChanged)).filter((p) => p.userId === userId);
 }
 
 describe("users.user.update-role (admin)", () => {
   it("sets the role named in any case for an address in any case, records who did it, emits role-changed", async () => {
-    const admin = await seedUser(h.sql, { role: "Admin" });
-    const user = await seedUser(h.sql);
+    const admin = await h.seedUser({ role: "Admin" });
+    const user = await h.seedUser();
     const dto = await h.client.call(UsersRpc.updateRole, {
       caller: callerOf(admin),
       address: user.address.toLowerCase(),
@@ -50,7 +43,7 @@ describe("users.user.update-role (admin)", () => {
     expect(await history(user.id)).toEqual([
       { previous_role: "Base", new_role: "Whitelist", changed_by: String(admin.id), source_tx: null },
     ]);
-    expect(await receivedEvent(h, UsersEvents.roleChanged, { userId: user.id })).toEqual({
+    expect(await h.receivedEvent(UsersEvents.roleChanged, { userId: user.id })).toEqual({
       userId: user.id,
       address: user.address,
       role: "Whitelist",
@@ -68,8 +61,8 @@ describe("users.user.update-role (admin)", () => {
   });
 
   it("503 while the session cannot be told; repeating the request confirms the change once it can", async () => {
-    const admin = await seedUser(h.sql, { role: "Admin" });
-    const user = await seedUser(h.sql);
+    const admin = await h.seedUser({ role: "Admin" });
+    const user = await h.seedUser();
     h.sessions.failing = true;
     try {
       await expectAppError(
@@ -86,7 +79,7 @@ describe("users.user.update-role (admin)", () => {
     }
     // Saved, and its event carries the change to the session later.
     expect(await roleOf(user.id)).toBe("Viewer");
-    expect(await receivedEvent(h, UsersEvents.roleChanged, { userId: user.id })).toMatchObject({
+    expect(await h.receivedEvent(UsersEvents.roleChanged, { userId: user.id })).toMatchObject({
       version: 2,
     });
     await h.client.call(UsersRpc.updateRole, {
@@ -100,10 +93,7 @@ describe("users.user.update-role (admin)", () => {
   it("two Admins demoting each other at once never leave the platform without an Admin (20 rounds)", async () => {
     for (let round = 0; round < 20; round++) {
       await h.sql.query(`update users."user" set role = 'Base' where role = 'Admin'`);
-      const [a, b] = await Promise.all([
-        seedUser(h.sql, { role: "Admin" }),
-        seedUser(h.sql, { role: "Admin" }),
-      ]);
+      const [a, b] = await Promise.all([h.seedUser({ role: "Admin" }), h.seedUser({ role: "Admin" })]);
       const results = await Promise.allSettled([
         h.client.call(UsersRpc.updateRole, { caller: callerOf(a), address: b.address, role: "Base" }),
         h.client.call(UsersRpc.updateRole, { caller: callerOf(b), address: a.address, role: "Base" }),
@@ -120,8 +110,8 @@ describe("users.user.update-role (admin)", () => {
   });
 
   it("an admin's Blacklist outlives the account: the same wallet signing up again starts Blacklisted", async () => {
-    const admin = await seedUser(h.sql, { role: "Admin" });
-    const user = await seedUser(h.sql);
+    const admin = await h.seedUser({ role: "Admin" });
+    const user = await h.seedUser();
     await h.client.call(UsersRpc.updateRole, {
       caller: callerOf(admin),
       address: user.address,
@@ -168,8 +158,8 @@ describe("users.user.update-role (admin)", () => {
   });
 
   it("every role change raises the account version the session and tokens carry", async () => {
-    const admin = await seedUser(h.sql, { role: "Admin" });
-    const user = await seedUser(h.sql);
+    const admin = await h.seedUser({ role: "Admin" });
+    const user = await h.seedUser();
     for (const role of ["Viewer", "Blacklist", "Base"]) {
       await h.client.call(UsersRpc.updateRole, { caller: callerOf(admin), address: user.address, role });
     }
@@ -178,8 +168,8 @@ describe("users.user.update-role (admin)", () => {
   });
 
   it("the same role again changes nothing: no history row, no event", async () => {
-    const admin = await seedUser(h.sql, { role: "Admin" });
-    const user = await seedUser(h.sql, { role: "Viewer" });
+    const admin = await h.seedUser({ role: "Admin" });
+    const user = await h.seedUser({ role: "Viewer" });
     const dto = await h.client.call(UsersRpc.updateRole, {
       caller: callerOf(admin),
       address: user.address,
@@ -191,8 +181,8 @@ describe("users.user.update-role (admin)", () => {
   });
 
   it.each(["Owner", "admins", "", "Co-Owner"])("400 VALIDATION_FAILED for the role %j", async (role) => {
-    const admin = await seedUser(h.sql, { role: "Admin" });
-    const user = await seedUser(h.sql);
+    const admin = await h.seedUser({ role: "Admin" });
+    const user = await h.seedUser();
     await expectAppError(
       h.client.call(UsersRpc.updateRole, { caller: callerOf(admin), address: user.address, role }),
       "validation",
@@ -204,7 +194,7 @@ describe("users.user.update-role (admin)", () => {
   it.each(["0x1234", "not-an-address", `0x${"g".repeat(40)}`])(
     "400 VALIDATION_FAILED for the address %j",
     async (address) => {
-      const admin = await seedUser(h.sql, { role: "Admin" });
+      const admin = await h.seedUser({ role: "Admin" });
       await expectAppError(
         h.client.call(UsersRpc.updateRole, { caller: callerOf(admin), address, role: "Base" }),
         "validation",
@@ -214,7 +204,7 @@ describe("users.user.update-role (admin)", () => {
   );
 
   it("404 USER_NOT_FOUND for an address no user has", async () => {
-    const admin = await seedUser(h.sql, { role: "Admin" });
+    const admin = await h.seedUser({ role: "Admin" });
     await expectAppError(
       h.client.call(UsersRpc.updateRole, {
         caller: callerOf(admin),
@@ -227,7 +217,7 @@ describe("users.user.update-role (admin)", () => {
   });
 
   it("409 USER_SELF_ACTION when an admin changes its own role", async () => {
-    const admin = await seedUser(h.sql, { role: "Admin" });
+    const admin = await h.seedUser({ role: "Admin" });
     await expectAppError(
       h.client.call(UsersRpc.updateRole, {
         caller: callerOf(admin),
@@ -241,8 +231,8 @@ describe("users.user.update-role (admin)", () => {
   });
 
   it("403 ROLE_FORBIDDEN for a caller who is not an Admin", async () => {
-    const viewer = await seedUser(h.sql, { role: "Viewer" });
-    const user = await seedUser(h.sql);
+    const viewer = await h.seedUser({ role: "Viewer" });
+    const user = await h.seedUser();
     await expectAppError(
       h.client.call(UsersRpc.updateRole, { caller: callerOf(viewer), address: user.address, role: "Admin" }),
       "forbidden",
@@ -253,7 +243,7 @@ describe("users.user.update-role (admin)", () => {
 
 describe("users.user.set-chain-role (auth service, at sign-in)", () => {
   it("updates a known address, records 'chain' as the author and emits role-changed", async () => {
-    const user = await seedUser(h.sql, { role: "Whitelist" });
+    const user = await h.seedUser({ role: "Whitelist" });
     const account = await h.client.call(UsersRpc.setChainRole, {
       address: user.address.toLowerCase(),
       role: "Blacklist",
@@ -262,7 +252,7 @@ describe("users.user.set-chain-role (auth service, at sign-in)", () => {
     expect(await history(user.id)).toEqual([
       { previous_role: "Whitelist", new_role: "Blacklist", changed_by: "chain", source_tx: null },
     ]);
-    expect(await receivedEvent(h, UsersEvents.roleChanged, { userId: user.id })).toMatchObject({
+    expect(await h.receivedEvent(UsersEvents.roleChanged, { userId: user.id })).toMatchObject({
       role: "Blacklist",
       previousRole: "Whitelist",
       changedBy: "chain",
@@ -276,7 +266,7 @@ describe("users.user.set-chain-role (auth service, at sign-in)", () => {
   });
 
   it("the role the user already has: no history row, no event", async () => {
-    const user = await seedUser(h.sql, { role: "Viewer" });
+    const user = await h.seedUser({ role: "Viewer" });
     expect(
       await h.client.call(UsersRpc.setChainRole, { address: user.address, role: "Viewer" }),
     ).toMatchObject({
@@ -302,22 +292,22 @@ describe("chain.user-status.changed (consumer 'users')", () => {
   });
 
   it("sets the role of a known address, recording the transaction", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     const event = fact(user.address.toLowerCase(), "Whitelist");
     await h.client.publish(ChainEvents.userStatusChanged, event);
     await waitFor(async () => (await roleOf(user.id)) === "Whitelist", 10_000, "role from the chain");
     expect(await history(user.id)).toEqual([
       { previous_role: "Base", new_role: "Whitelist", changed_by: "chain", source_tx: event.origin.txHash },
     ]);
-    expect(await receivedEvent(h, UsersEvents.roleChanged, { userId: user.id })).toMatchObject({
+    expect(await h.receivedEvent(UsersEvents.roleChanged, { userId: user.id })).toMatchObject({
       role: "Whitelist",
       changedBy: "chain",
     });
   });
 
   it("is idempotent on (chainId, txHash, logIndex): the same fact twice, under new message ids, applies once", async () => {
-    const user = await seedUser(h.sql);
-    const marker = await seedUser(h.sql);
+    const user = await h.seedUser();
+    const marker = await h.seedUser();
     const event = fact(user.address, "Viewer");
     await h.client.publish(ChainEvents.userStatusChanged, event);
     // An admin changes the role in between: a replay of the old fact must not override it again.
@@ -338,7 +328,7 @@ describe("chain.user-status.changed (consumer 'users')", () => {
   });
 
   it("a fact about an unknown address is consumed without effect", async () => {
-    const marker = await seedUser(h.sql);
+    const marker = await h.seedUser();
     const unknown = fact(randomAddress(), "Admin");
     await h.client.publish(ChainEvents.userStatusChanged, unknown);
     await h.client.publish(ChainEvents.userStatusChanged, fact(marker.address, "Viewer"));
@@ -355,32 +345,12 @@ describe("chain.user-status.changed (consumer 'users')", () => {
 });
 
 describe("which role wins: the newer of the admin's change and the chain's (behaviour.md §7)", () => {
-  let position = 1_000;
-  const statusFact = (
-    address: string,
-    role: PayloadOf<typeof ChainEvents.userStatusChanged>["role"],
-    extra: { block?: number; at?: Date } = {},
-  ) => {
-    position += 1;
-    return {
-      origin: {
-        chainId: 31337,
-        txHash: `0x${position.toString(16).padStart(64, "0")}`,
-        logIndex: 0,
-        blockNumber: extra.block ?? position,
-        blockHash: `0x${"ef".repeat(32)}`,
-        ...(extra.at ? { blockTimestamp: Math.floor(extra.at.getTime() / 1000) } : {}),
-      },
-      address,
-      role,
-    };
-  };
-  const admin = async () => seedUser(h.sql, { role: "Admin" });
+  const admin = async () => h.seedUser({ role: "Admin" });
   const demote = async (by: Awaited<ReturnType<typeof admin>>, address: string, role: string) =>
     h.client.call(UsersRpc.updateRole, { caller: callerOf(by), address, role });
 
   it("an admin's demotion survives sign-ins while the chain says what it said before", async () => {
-    const [boss, user] = [await admin(), await seedUser(h.sql)];
+    const [boss, user] = [await admin(), await h.seedUser()];
     // First sign-in: the chain says Base, as the user's role.
     await h.client.call(UsersRpc.setChainRole, { address: user.address, role: "Base" });
     await demote(boss, user.address, "Blacklist");
@@ -390,14 +360,14 @@ describe("which role wins: the newer of the admin's change and the chain's (beha
   });
 
   it("an admin's change stands when the chain was never seen before it", async () => {
-    const [boss, user] = [await admin(), await seedUser(h.sql)];
+    const [boss, user] = [await admin(), await h.seedUser()];
     await demote(boss, user.address, "Blacklist");
     const first = await h.client.call(UsersRpc.setChainRole, { address: user.address, role: "Base" });
     expect(first).toMatchObject({ role: "Blacklist", chainRole: "Base" });
   });
 
   it("a chain change seen after the admin's wins", async () => {
-    const [boss, user] = [await admin(), await seedUser(h.sql)];
+    const [boss, user] = [await admin(), await h.seedUser()];
     await h.client.call(UsersRpc.setChainRole, { address: user.address, role: "Base" });
     await demote(boss, user.address, "Blacklist");
     const changed = await h.client.call(UsersRpc.setChainRole, { address: user.address, role: "Whitelist" });
@@ -406,13 +376,13 @@ describe("which role wins: the newer of the admin's change and the chain's (beha
   });
 
   it("a chain fact from a block older than the admin's change is recorded but does not override it", async () => {
-    const [boss, user, marker] = [await admin(), await seedUser(h.sql), await seedUser(h.sql)];
+    const [boss, user, marker] = [await admin(), await h.seedUser(), await h.seedUser()];
     await demote(boss, user.address, "Viewer");
     await h.client.publish(
       ChainEvents.userStatusChanged,
-      statusFact(user.address, "Whitelist", { at: new Date(Date.now() - 3_600_000) }),
+      chainStatusFact(user.address, "Whitelist", { at: new Date(Date.now() - 3_600_000) }),
     );
-    await h.client.publish(ChainEvents.userStatusChanged, statusFact(marker.address, "Viewer"));
+    await h.client.publish(ChainEvents.userStatusChanged, chainStatusFact(marker.address, "Viewer"));
     await waitFor(async () => (await roleOf(marker.id)) === "Viewer", 10_000, "marker fact");
     expect(await roleOf(user.id)).toBe("Viewer");
     const account = await h.client.call(UsersRpc.byAddress, { address: user.address });
@@ -420,27 +390,27 @@ describe("which role wins: the newer of the admin's change and the chain's (beha
   });
 
   it("a chain fact from a block after the admin's change wins", async () => {
-    const [boss, user] = [await admin(), await seedUser(h.sql)];
+    const [boss, user] = [await admin(), await h.seedUser()];
     await demote(boss, user.address, "Viewer");
     await h.client.publish(
       ChainEvents.userStatusChanged,
-      statusFact(user.address, "Blacklist", { at: new Date(Date.now() + 5_000) }),
+      chainStatusFact(user.address, "Blacklist", { at: new Date(Date.now() + 5_000) }),
     );
     await waitFor(async () => (await roleOf(user.id)) === "Blacklist", 10_000, "newer chain fact");
   });
 
   it("a fact older than one already applied changes nothing", async () => {
-    const [user, marker] = [await seedUser(h.sql), await seedUser(h.sql)];
+    const [user, marker] = [await h.seedUser(), await h.seedUser()];
     await h.client.publish(
       ChainEvents.userStatusChanged,
-      statusFact(user.address, "Whitelist", { block: 50_000 }),
+      chainStatusFact(user.address, "Whitelist", { block: 50_000 }),
     );
     await waitFor(async () => (await roleOf(user.id)) === "Whitelist", 10_000, "newer fact");
     await h.client.publish(
       ChainEvents.userStatusChanged,
-      statusFact(user.address, "Blacklist", { block: 40_000 }),
+      chainStatusFact(user.address, "Blacklist", { block: 40_000 }),
     );
-    await h.client.publish(ChainEvents.userStatusChanged, statusFact(marker.address, "Viewer"));
+    await h.client.publish(ChainEvents.userStatusChanged, chainStatusFact(marker.address, "Viewer"));
     await waitFor(async () => (await roleOf(marker.id)) === "Viewer", 10_000, "marker fact");
     expect(await roleOf(user.id)).toBe("Whitelist");
     expect(await h.client.call(UsersRpc.byAddress, { address: user.address })).toMatchObject({

@@ -1,7 +1,7 @@
 import { waitFor } from "@fundraise/bus/testing";
-import { ChainEvents, ChainRpc, type PayloadOf, type UserRole } from "@fundraise/protocol";
+import { ChainEvents, ChainRpc, type UserRole } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Harness, seedUser, startHarness } from "../test/harness.ts";
+import { chainStatusFact, type Harness, startHarness } from "../test/harness.ts";
 
 let h: Harness;
 /** What the chain index says now, per address (the chain-indexer's `chain.address.role`, served here). */
@@ -20,26 +20,12 @@ const roleOf = async (userId: number) =>
   (await h.sql.query<{ role: string }>(`select role from users."user" where id = $1`, [userId])).rows[0]
     ?.role;
 
-let position = 0;
-function statusFact(address: string, role: UserRole): PayloadOf<typeof ChainEvents.userStatusChanged> {
-  position += 1;
-  return {
-    origin: {
-      chainId: 31337,
-      txHash: `0x${position.toString(16).padStart(64, "0")}`,
-      logIndex: 0,
-      blockNumber: 100 + position,
-      blockHash: `0x${"ab".repeat(32)}`,
-      blockTimestamp: Math.floor(Date.now() / 1000),
-    },
-    address,
-    role,
-  };
-}
+/** A status fact of its own, dated now. */
+const statusFact = (address: string, role: UserRole) => chainStatusFact(address, role, { at: new Date() });
 
 describe("chain.fact.retracted (consumer 'users', index answered by a test stand-in)", () => {
   it("a retracted status fact takes the role back to what the chain index says now", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     const fact = statusFact(user.address, "Blacklist");
     await h.client.publish(ChainEvents.userStatusChanged, fact);
     await waitFor(async () => (await roleOf(user.id)) === "Blacklist", 10_000, "role from the fact");
@@ -61,7 +47,7 @@ describe("chain.fact.retracted (consumer 'users', index answered by a test stand
   });
 
   it("a retraction of another kind of fact, or of a fact that is no longer the user's last, changes nothing", async () => {
-    const user = await seedUser(h.sql);
+    const user = await h.seedUser();
     const older = statusFact(user.address, "Viewer");
     const newer = statusFact(user.address, "Whitelist");
     await h.client.publish(ChainEvents.userStatusChanged, older);
@@ -77,7 +63,7 @@ describe("chain.fact.retracted (consumer 'users', index answered by a test stand
       retracted: ChainEvents.userStatusChanged.name,
     });
     // A marker retraction, consumed after both (one at a time, in order).
-    const marker = await seedUser(h.sql);
+    const marker = await h.seedUser();
     const markerFact = statusFact(marker.address, "Viewer");
     await h.client.publish(ChainEvents.userStatusChanged, markerFact);
     await waitFor(async () => (await roleOf(marker.id)) === "Viewer", 10_000, "marker fact");

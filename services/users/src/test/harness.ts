@@ -3,6 +3,7 @@ import type { MessageContext } from "@fundraise/bus";
 import {
   AuthRpc,
   type Caller,
+  type ChainEvents,
   ErrorCode,
   type EventDescriptor,
   errors,
@@ -17,9 +18,9 @@ import {
 import type { ServiceApp } from "@fundraise/service-kit";
 import {
   type HarnessService,
-  outboxPayloads as kitOutboxPayloads,
-  receivedEvent as kitReceivedEvent,
+  harnessOfFile,
   type ServiceHarness,
+  serviceEvents,
   startServiceHarness,
 } from "@fundraise/service-kit/testing";
 import { getAddress } from "ethers";
@@ -39,6 +40,12 @@ export interface Harness extends ServiceHarness {
   vhostUrl: string;
   sessions: SessionStandIn;
   projects: ProjectsStandIn;
+  /** `seedUser` on the harness's database. */
+  seedUser(options?: SeedOptions): Promise<SeededUser>;
+  /** Events of one kind in the users outbox (published or not), oldest first. */
+  outboxPayloads<D extends EventDescriptor>(event: D): Promise<PayloadOf<D>[]>;
+  /** Waits until the test consumer received an event of this kind matching `match`; returns its payload. */
+  receivedEvent<D extends EventDescriptor>(event: D, match: Partial<PayloadOf<D>>): Promise<PayloadOf<D>>;
 }
 
 /** Starts the users service in a harness; others start it beside their own with `usersService`. */
@@ -137,8 +144,21 @@ export async function startHarness(label: string): Promise<Harness> {
     services: [sessions, projects, usersService],
     record: UsersEvents,
   });
-  return { ...h, app: h.apps[2] as ServiceApp, vhostUrl: h.vhost.url, sessions, projects };
+  return {
+    ...h,
+    app: h.apps[2] as ServiceApp,
+    vhostUrl: h.vhost.url,
+    sessions,
+    projects,
+    seedUser: (options) => seedUser(h.sql, options),
+    outboxPayloads: <D extends EventDescriptor>(event: D) => outboxPayloads(h.sql, event),
+    receivedEvent: <D extends EventDescriptor>(event: D, match: Partial<PayloadOf<D>>) =>
+      receivedEvent(h, event, match),
+  };
 }
+
+/** The harness of this test file: started before its tests, stopped after them. */
+export const useHarness = (label: string): Harness => harnessOfFile(() => startHarness(label));
 
 let sequence = 0;
 /** A name no other test of the run uses (usernames are 3-32 characters). */
@@ -154,18 +174,17 @@ export interface SeededUser {
   role: UserRole;
 }
 
+export interface SeedOptions {
+  role?: UserRole;
+  isVerified?: boolean;
+  pendingUntil?: Date | null;
+  username?: string;
+  mailAddress?: string;
+  address?: string;
+}
+
 /** Inserts a user straight into the table, as if it had signed up (verified unless told otherwise). */
-export async function seedUser(
-  sql: pg.Pool,
-  options: {
-    role?: UserRole;
-    isVerified?: boolean;
-    pendingUntil?: Date | null;
-    username?: string;
-    mailAddress?: string;
-    address?: string;
-  } = {},
-): Promise<SeededUser> {
+export async function seedUser(sql: pg.Pool, options: SeedOptions = {}): Promise<SeededUser> {
   const username = options.username ?? uniqueName();
   const mailAddress = options.mailAddress ?? `${username}@example.org`;
   const address = options.address ?? randomAddress();
@@ -187,15 +206,31 @@ export const callerOf = (user: SeededUser, role: UserRole = user.role): Caller =
   role,
 });
 
+let factSequence = 1_000;
+/**
+ * A chain status fact of its own (its own transaction hash), in block `block` (else: its sequence number,
+ * above 1,000), with the block's time `at` when given.
+ */
+export function chainStatusFact(
+  address: string,
+  role: PayloadOf<typeof ChainEvents.userStatusChanged>["role"],
+  extra: { block?: number; at?: Date } = {},
+): PayloadOf<typeof ChainEvents.userStatusChanged> {
+  factSequence += 1;
+  return {
+    origin: {
+      chainId: 31337,
+      txHash: `0x${factSequence.toString(16).padStart(64, "0")}`,
+      logIndex: 0,
+      blockNumber: extra.block ?? factSequence,
+      blockHash: `0x${"ef".repeat(32)}`,
+      ...(extra.at ? { blockTimestamp: Math.floor(extra.at.getTime() / 1000) } : {}),
+    },
+    address,
+    role,
+  };
+}
+
 export { expectAppError } from "@fundraise/service-kit/testing";
 
-/** Events of one kind in the users outbox (published or not), oldest first. */
-export const outboxPayloads = <D extends EventDescriptor>(sql: pg.Pool, event: D) =>
-  kitOutboxPayloads(sql, USERS_SCHEMA, event);
-
-/** Waits until the test consumer received an event of this kind matching `match`; returns its payload. */
-export const receivedEvent = <D extends EventDescriptor>(
-  h: Harness,
-  event: D,
-  match: Partial<PayloadOf<D>>,
-) => kitReceivedEvent(h.events, event, match);
+const { outboxPayloads, receivedEvent } = serviceEvents(USERS_SCHEMA);

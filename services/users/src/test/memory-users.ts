@@ -1,4 +1,9 @@
-import { createMemoryStore, type Emitted, type MemoryTx } from "@fundraise/service-kit/testing";
+import {
+  createMemoryStore,
+  type Emitted,
+  type MemoryTx,
+  withCommitted,
+} from "@fundraise/service-kit/testing";
 import type { RoleChange } from "../users/role-change.entity.ts";
 import type { User } from "../users/user.entity.ts";
 import { UserErrors } from "../users/user.errors.ts";
@@ -114,14 +119,7 @@ export function createMemoryUsers(): MemoryUsers {
 
   const committed = () => sorted(store.state.users.values());
 
-  return {
-    get users() {
-      return store.state.users;
-    },
-    get roleChanges() {
-      return store.state.roleChanges;
-    },
-    events: store.events,
+  const repository: Omit<MemoryUsers, "users" | "roleChanges" | "events"> = {
     seed(row = {}) {
       const user = newUser(row);
       store.state.users.set(user.id, user);
@@ -138,4 +136,5 @@ export function createMemoryUsers(): MemoryUsers {
     findByIds: async (ids) => committed().filter((u) => ids.includes(u.id)),
     listAll: async () => committed(),
   };
+  return withCommitted(store, ["users", "roleChanges"], repository);
 }

@@ -1,14 +1,7 @@
-import {
-  type Caller,
-  type RequestOf,
-  type SessionChange,
-  type SignUpProof,
-  UsersEvents,
-  type UsersRpc,
-} from "@fundraise/protocol";
+import { type Caller, type RequestOf, UsersEvents, type UsersRpc } from "@fundraise/protocol";
 import { createInForce } from "./after-commit.ts";
 import { createRoles, type Roles } from "./roles.ts";
-import type { User } from "./user.entity.ts";
+import { createSignUp, removeAndAnnounce, type SignUp } from "./sign-up.ts";
 import { UserErrors } from "./user.errors.ts";
 import {
   type Invitation,
@@ -18,14 +11,8 @@ import {
   type UserDtoOut,
 } from "./user.mapper.ts";
 import type { ApplySession, ChainIndex, OpContext, PendingInvitations, ProjectFence } from "./user.ports.ts";
-import type { UniqueField, UserRepository, UserTx } from "./user.repository.ts";
-import {
-  type Profile,
-  parseAddress,
-  sameText,
-  validateNewProfile,
-  validateProfile,
-} from "./user.validation.ts";
+import type { UserRepository, UserTx } from "./user.repository.ts";
+import { sameText, validateProfile } from "./user.validation.ts";
 
 export type { ApplySession, ChainIndex, OpContext, PendingInvitations, ProjectFence };
 
@@ -40,7 +27,6 @@ export interface UserServiceDeps {
 }
 
 type UserUpdate = RequestOf<typeof UsersRpc.update>["user"];
-type NewUser = RequestOf<typeof UsersRpc.register>;
 
 /** The users service's use cases; role changes are `roles.ts`'s. */
 export interface UserService extends Omit<Roles, "lockAuthority"> {
@@ -55,7 +41,7 @@ export interface UserService extends Omit<Roles, "lockAuthority"> {
   /** Admin only. */
   list(caller: Caller): Promise<UserDtoOut[]>;
   /** Sign-up rules of behaviour.md §2 and §7 (a pending sign-up is never changed by another register). */
-  register(input: NewUser, ctx: OpContext): Promise<{ userId: number; replaced: boolean; resent: boolean }>;
+  register: SignUp["register"];
   byAddress(address: string): Promise<UserAccountOut | null>;
   /** For the projects service: a user named by username (any case), or null. */
   byUsername(username: string): Promise<UserDtoOut | null>;
@@ -65,41 +51,15 @@ export interface UserService extends Omit<Roles, "lockAuthority"> {
   markVerified(userId: number, mailAddress: string): Promise<UserAccountOut>;
 }
 
-/** The same sign-up data: username and e-mail case-insensitively (as they are unique), names exactly. */
-const sameSignUp = (user: User, profile: Profile) =>
-  sameText(user.username, profile.username) &&
-  sameText(user.mailAddress, profile.mailAddress) &&
-  user.name === profile.name &&
-  user.surname === profile.surname;
-
-const TAKEN: [UniqueField, () => Error][] = [
-  ["address", UserErrors.addressTaken],
-  ["mailAddress", UserErrors.emailTaken],
-  ["username", UserErrors.usernameTaken],
-];
-
 export function createUserService(deps: UserServiceDeps): UserService {
   const { users } = deps;
   const now = deps.now ?? (() => new Date());
   const inForce = createInForce(deps);
   const { lockAuthority, ...roles } = createRoles({ users, chain: deps.chain, inForce, now });
-
-  /** An unverified sign-up whose link expired: it blocks nothing and is replaced by whoever needs its names. */
-  const isStale = (user: User) =>
-    !user.isVerified && user.pendingUntil != null && user.pendingUntil.getTime() <= now().getTime();
+  const { clearWay, register } = createSignUp({ users, now });
 
   function requireAdmin(caller: Caller): void {
     if (caller.role !== "Admin") throw UserErrors.adminOnly();
-  }
-
-  /** Deletes the user in this transaction and announces it; answers the session change it makes. */
-  async function removeAndAnnounce(t: UserTx, user: User, ctx: OpContext): Promise<SessionChange> {
-    const { id: userId, address } = user;
-    const version = Number(user.accountVersion) + 1;
-    t.remove(user);
-    await t.save();
-    await t.emit(UsersEvents.deleted, { userId, address, version }, ctx);
-    return { userId, address, version, role: null, revoke: true, deleted: true };
   }
 
   /**
@@ -115,27 +75,6 @@ export function createUserService(deps: UserServiceDeps): UserService {
         ctx.log.error({ err, userId }, "fence of a user whose deletion failed not lifted");
       }),
     );
-  }
-
-  /**
-   * Makes `wanted` address/e-mail/username free for `self` (or a new user): another user holding one of
-   * them is a 409 naming which (address, then e-mail, then username), unless it is a stale sign-up, which
-   * is deleted. Returns how many stale sign-ups were deleted.
-   */
-  async function clearWay(
-    t: UserTx,
-    self: User | undefined,
-    wanted: Partial<Record<UniqueField, string>>,
-    ctx: OpContext,
-  ): Promise<number> {
-    const holders = await t.lockHolders(wanted, self?.id);
-    const blocking = holders.filter((holder) => !isStale(holder));
-    for (const [field, taken] of TAKEN) {
-      if (wanted[field] !== undefined && blocking.some((b) => sameText(b[field], wanted[field])))
-        throw taken();
-    }
-    for (const stale of holders) await removeAndAnnounce(t, stale, ctx);
-    return holders.length;
   }
 
   /**
@@ -226,61 +165,7 @@ export function createUserService(deps: UserServiceDeps): UserService {
       return (await users.listAll()).map((u) => toUserDto(u));
     },
 
-    async register(input, ctx) {
-      const address = parseAddress(input.address);
-      if (!address) throw UserErrors.invalidAddress();
-      const profile = validateNewProfile(input);
-      const pendingUntil = new Date(input.pendingUntil);
-      if (Number.isNaN(pendingUntil.getTime())) throw UserErrors.invalidPendingUntil();
-      const proof: SignUpProof = input.proof ?? "legacy";
-      return users.transaction(async (t) => {
-        // The same sign-up sent twice at once (a double click) is decided as if one came after the other:
-        // the second sees the first's row (and re-sends), where a row lock could not stop it from looking
-        // before that row exists, and a unique index would make it a 409.
-        await t.lockSignUp(address);
-        const existing = await t.lockByAddress(address);
-        // A verified account, or one whose changed e-mail awaits its link (no deadline), is not a sign-up.
-        if (existing && (existing.isVerified || existing.pendingUntil == null))
-          throw UserErrors.addressTaken();
-        let replacedPending = false;
-        if (existing && !isStale(existing)) {
-          // A pending sign-up is never changed by another register (behaviour.md §7): the legacy `REGISTER`
-          // signature is constant, so whoever saw it could otherwise take the sign-up over.
-          if (sameSignUp(existing, profile)) return { userId: existing.id, replaced: false, resent: true };
-          // Only a fresh nonce proves the key holder is asking now: it replaces a replayable legacy proof.
-          if (!(existing.proof === "legacy" && proof === "nonce")) throw UserErrors.addressTaken();
-          await removeAndAnnounce(t, existing, ctx);
-          replacedPending = true;
-          ctx.log.info({ userId: existing.id }, "pending legacy sign-up replaced by a nonce-proven one");
-        }
-        // An expired sign-up of this address (or holding the e-mail or username) is deleted here.
-        const removed = await clearWay(
-          t,
-          undefined,
-          { address, mailAddress: profile.mailAddress, username: profile.username },
-          ctx,
-        );
-        const user = t.create({ ...profile, address, role: "Base", isVerified: false, pendingUntil, proof });
-        await t.save();
-        // An admin's Blacklist of this address stands for the new account as it did for the deleted one.
-        const sanction = await t.sanctionOf(address);
-        if (sanction) {
-          user.role = "Blacklist";
-          user.adminRoleAt = sanction.at;
-          user.adminRoleBlock = sanction.block;
-          t.recordRoleChange({
-            userId: user.id,
-            previousRole: "Base",
-            newRole: "Blacklist",
-            changedBy: sanction.changedBy,
-            sourceTx: null,
-          });
-          await t.save();
-          ctx.log.info({ userId: user.id }, "an admin's Blacklist of the address applies to the new sign-up");
-        }
-        return { userId: user.id, replaced: replacedPending || removed > 0, resent: false };
-      });
-    },
+    register,
 
     async byAddress(address) {
       const account = await users.findAccountByAddress(address);
