@@ -1,7 +1,6 @@
 import {
   type Caller,
   type ContentRef,
-  type ProjectStatus,
   ProjectsEvents,
   type ProjectsRpc,
   type RequestOf,
@@ -13,9 +12,10 @@ import type { Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
 import type { ContentStore, OpContext, StoredContent } from "./project.ports.ts";
+import { createProjectReads, isReviewer, type ProjectReads } from "./project.reads.ts";
 import type { ProjectRepository, ProjectTx } from "./project.repository.ts";
-import { MAX_TOP, parseMarkdown, parseName, parseRating, parseText } from "./project.validation.ts";
-import { findVisible, scopeOf } from "./visibility.ts";
+import { parseMarkdown, parseName, parseRating, parseText } from "./project.validation.ts";
+import { findVisible } from "./visibility.ts";
 
 export type ProjectWrite = RequestOf<typeof ProjectsRpc.add>["project"];
 
@@ -30,42 +30,31 @@ export interface ProjectServiceDeps {
   hotReads: HotReads;
 }
 
-export interface ProjectService {
-  list(caller: Caller | null): Promise<ProjectDtoOut[]>;
-  get(caller: Caller | null, id: number): Promise<ProjectDtoOut>;
+export interface ProjectService extends ProjectReads {
   add(caller: Caller, write: ProjectWrite, ctx: OpContext): Promise<ProjectDtoOut>;
   update(caller: Caller, write: ProjectWrite, ctx: OpContext): Promise<ProjectDtoOut>;
   delete(caller: Caller, id: number, ctx: OpContext): Promise<void>;
   rate(caller: Caller, id: number, rating: number): Promise<ProjectDtoOut>;
-  byStatus(caller: Caller | null, status: ProjectStatus): Promise<ProjectDtoOut[]>;
-  top(caller: Caller | null, count: number): Promise<ProjectDtoOut[]>;
-  hashes(caller: Caller, onlyAuctionsStarted: boolean): Promise<string[]>;
-  /** Which of these contents a project holds (the storage service's orphan reconciliation asks). */
-  heldContent(fileHashes: string[]): Promise<string[]>;
-  viewerQueue(caller: Caller): Promise<ProjectDtoOut[]>;
   /** true: accepted by the caller; false: the proposal is removed with its content (answers null). */
   viewerReply(caller: Caller, id: number, reply: boolean, ctx: OpContext): Promise<ProjectDtoOut | null>;
   updateMarkdown(caller: Caller, id: number, markdown: string): Promise<ProjectDtoOut>;
-  listPermissioned(caller: Caller): Promise<ProjectDtoOut[]>;
-  listInvited(caller: Caller): Promise<ProjectDtoOut[]>;
 }
 
 /** The content with its whitepaper, or null: a body that brought an image alone. */
 const withFile = (ref: ContentRef): StoredContent | null =>
   ref.fileBytes === null ? null : { ...ref, fileBytes: ref.fileBytes };
 
-const isReviewer = (caller: Caller) => caller.role === "Viewer" || caller.role === "Admin";
-
 /**
  * The rules of behaviour.md §4 (no SQL, no bus). A write's content arrives as a reference: the gateway
  * added it to IPFS unpinned. The storage service pins it once the write passed its checks, and the row is
  * written after: a write refused before leaves nothing pinned. A failure after the pin removes the
- * content again, unless a project holds the same content (the same bytes uploaded twice are one pin). Content of a deleted project, or a file
- * replaced by Update, is removed after the commit; a removal that fails leaves an orphan pin (logged) for
- * the storage service's reconciliation, never a project without its content.
+ * content again, unless a project holds the same content (the same bytes uploaded twice are one pin).
+ * Content of a deleted project, or a file replaced by Update, is removed after the commit; a removal
+ * that fails leaves an orphan pin (logged) for the storage service's reconciliation, never a project
+ * without its content. The reads are project.reads.ts'.
  */
 export function createProjectService(deps: ProjectServiceDeps): ProjectService {
-  const { projects, content, reviewQueueMax, reviewSharePerProposer, hotReads } = deps;
+  const { projects, content, reviewQueueMax, reviewSharePerProposer } = deps;
 
   /**
    * A project joins the review queue (an Add, or a new file): refused when the queue is full (503) or the
@@ -109,16 +98,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
   }
 
   return {
-    async list(caller) {
-      const scope = scopeOf(caller);
-      return hotReads.read(scope, "list", async () =>
-        (await projects.list(scope, { order: "id" })).map((p) => toProjectDto(p)),
-      );
-    },
-
-    async get(caller, id) {
-      return toProjectDto((await findVisible(projects, caller, id)).project);
-    },
+    ...createProjectReads(deps),
 
     async add(caller, write, ctx) {
       requireWriter(caller);
@@ -262,38 +242,6 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       });
     },
 
-    async byStatus(caller, status) {
-      const scope = scopeOf(caller);
-      return hotReads.read(scope, `status:${status}`, async () =>
-        (await projects.list(scope, { status, order: "id" })).map((p) => toProjectDto(p)),
-      );
-    },
-
-    // The first MAX_TOP are read once; any n is a prefix of them.
-    async top(caller, count) {
-      if (count <= 0) return [];
-      const scope = scopeOf(caller);
-      const top = await hotReads.read(scope, "top", async () =>
-        (await projects.list(scope, { order: "top", limit: MAX_TOP })).map((p) => toProjectDto(p)),
-      );
-      return top.slice(0, Math.min(count, MAX_TOP));
-    },
-
-    heldContent: (fileHashes) => projects.heldFileHashes(fileHashes),
-
-    async hashes(caller, onlyAuctionsStarted) {
-      if (!onlyAuctionsStarted && caller.role !== "Admin") {
-        throw ProjectErrors.roleForbidden("Only an Admin may list every file hash.");
-      }
-      return projects.hashes(onlyAuctionsStarted);
-    },
-
-    async viewerQueue(caller) {
-      if (!isReviewer(caller))
-        throw ProjectErrors.roleForbidden("Only a Viewer or an Admin may review proposals.");
-      return (await projects.awaitingReview()).map((p) => toProjectDto(p));
-    },
-
     async viewerReply(caller, id, reply, ctx) {
       if (!isReviewer(caller))
         throw ProjectErrors.roleForbidden("Only a Viewer or an Admin may review proposals.");
@@ -329,14 +277,6 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
         await t.save();
         return toProjectDto(project);
       });
-    },
-
-    async listPermissioned(caller) {
-      return (await projects.projectsOfUser(caller.userId, true)).map((p) => toProjectDto(p));
-    },
-
-    async listInvited(caller) {
-      return (await projects.projectsOfUser(caller.userId, false)).map((p) => toProjectDto(p));
     },
   };
 }
