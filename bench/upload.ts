@@ -1,20 +1,15 @@
 /**
  * `pnpm bench:upload`: the content path on the whole system as separate processes (users, auth, storage,
  * projects, gateway, and the IPFS stand-in of `packages/ipfs-node` in a process of its own, as Kubo is in
- * production), default configuration except the rate limits (they are the system's defence, not what is
- * measured). Prints:
+ * production), default configuration except the rate limits. Prints figures, asserts no goals:
  *
- * 1. a 10 MiB Add through the gateway end to end (POST /Project/Add, the file as hex, a signed-in Base
- *    user: the gateway adds it to the node, storage pins it, projects writes the row) against a direct
- *    pinned `add` of the same bytes to the same node with kubo-rpc-client and Kubo's default options (one
- *    directory holding `whitepaper`): medians, ratio;
- * 2. the CPU time each process of the path spends per Add (from /proc; this process is the client), and
- *    the peak RSS of the gateway and storage processes during those uploads (VmHWM, reset before them);
- * 3. anonymous `GET /Project/Get/All` with 1,000 visible projects (rows written straight into the
- *    projects schema: their content is never read, withHex being false) beside `GET /user/learnusercount`,
- *    in req/s, with autocannon.
- *
- * Figures only, no goals asserted.
+ * 1. a 10 MiB Add through the gateway (POST /Project/Add, the file as hex, a signed-in Base user: the
+ *    gateway adds it to the node, storage pins it, projects writes the row) against a direct pinned `add`
+ *    of as many new bytes to the same node (kubo-rpc-client, Kubo's defaults): medians, ratio;
+ * 2. the CPU each process of the path spends per Add (from /proc), and the peak RSS of the gateway and
+ *    storage during those uploads (VmHWM, reset before them);
+ * 3. anonymous `GET /Project/Get/All` with 1,000 visible projects beside `GET /user/learnusercount`, in
+ *    req/s, with autocannon.
  *
  *   pnpm bench:upload [-- --runs 3 --connections 50 --duration 10]
  */
