@@ -14,7 +14,6 @@
  *   pnpm bench:upload [-- --runs 3 --connections 50 --duration 10]
  */
 import { randomBytes } from "node:crypto";
-import http from "node:http";
 import { availableParallelism } from "node:os";
 import { parseArgs } from "node:util";
 import { setFlagsFromString } from "node:v8";
@@ -26,7 +25,14 @@ import autocannon from "autocannon";
 import { Wallet } from "ethers";
 import pg from "pg";
 import { cpuMs, pidsOf } from "./lib/cpu.ts";
-import { memoryOf, resetPeak, servicePid, startIpfsProcess } from "./lib/processes.ts";
+import {
+  closeConnections,
+  memoryOf,
+  postBuffer,
+  resetPeak,
+  servicePid,
+  startIpfsProcess,
+} from "./lib/processes.ts";
 import { median } from "./lib/stats.ts";
 
 const { values } = parseArgs({
@@ -75,41 +81,6 @@ async function post(path: string, body: unknown, token?: string) {
   });
   return { status: res.status, body: (await res.json()) as { data: unknown; message: string | null } };
 }
-
-/** POST of a body already encoded, over node:http (no fetch streams or copies of 20 MB of hex). */
-function postBuffer(path: string, body: Buffer, token: string) {
-  return new Promise<{ status: number; body: { data: unknown; message: string | null } }>(
-    (resolve, reject) => {
-      const req = http.request(
-        `${sys.gatewayUrl}${path}`,
-        {
-          method: "POST",
-          agent: keepAlive,
-          headers: {
-            "content-type": "application/json",
-            "content-length": body.length,
-            authorization: `Bearer ${token}`,
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (c: Buffer) => chunks.push(c));
-          res.on("error", reject);
-          res.on("end", () => {
-            try {
-              resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString()) });
-            } catch (error) {
-              reject(error);
-            }
-          });
-        },
-      );
-      req.on("error", reject);
-      req.end(body);
-    },
-  );
-}
-const keepAlive = new http.Agent({ keepAlive: true });
 
 /** A signed-up, e-mail-verified, signed-in user with no chain role (Base): may Add. */
 async function signedInUser(): Promise<string> {
@@ -188,7 +159,7 @@ try {
     await settle();
     const cpu0 = cpuNow();
     const t0 = performance.now();
-    const res = await postBuffer("/Project/Add", body, token);
+    const res = await postBuffer(`${sys.gatewayUrl}/Project/Add`, body, token);
     const ms = performance.now() - t0;
     const cpu1 = cpuNow();
     for (const name of Object.keys(cpu0)) addCpuMs[name]?.push((cpu1[name] ?? 0) - (cpu0[name] ?? 0));
@@ -297,7 +268,7 @@ try {
   console.log(row("GET /Project/Get/All", list));
   console.log(row("GET /user/learnusercount", count));
 } finally {
-  keepAlive.destroy();
+  closeConnections();
   await sys.stop();
   await Promise.all([db.dispose(), ipfsNode.stop()]);
 }
