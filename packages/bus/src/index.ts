@@ -3,7 +3,6 @@ export type * from "./bus.ts";
 export { WithMessage, withMessage } from "./bus.ts";
 export {
   CBOR_CONTENT_TYPE,
-  containsBinary,
   decodeBody,
   type EncodedBody,
   encodeBody,

@@ -20,13 +20,7 @@ export interface BusJournal {
   /** Declares the journal's exchanges, queues and bindings; runs on every (re)connect. */
   declare(channel: Channel): Promise<void>;
   /** A request or reply as published, kept as its descriptor's `journal` mode says. */
-  copyAs(
-    mode: JournalMode,
-    routingKey: string,
-    body: Buffer,
-    value: unknown,
-    properties: Options.Publish,
-  ): void;
+  copyAs(mode: JournalMode, routingKey: string, body: Buffer, properties: Options.Publish): void;
   /** Sends what waits; the bus calls it before closing its channels. */
   flush(): void;
 }

@@ -120,10 +120,7 @@ export class RpcClient extends ChannelHolder<Channel> {
         body,
         properties,
         // The copy has no expiry and no reply address: a stream keeps it for days, and a replay waits for no answer.
-        journal:
-          journal && mode
-            ? () => journal.copyAs(mode, descriptor.name, body, request, properties)
-            : undefined,
+        journal: journal && mode ? () => journal.copyAs(mode, descriptor.name, body, properties) : undefined,
       };
       if (descriptor.batched) this.outgoing.add(descriptor.name, outgoing);
       else this.publish(descriptor.name, [outgoing]);

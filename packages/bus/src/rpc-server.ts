@@ -256,7 +256,7 @@ export class RpcServer {
         [Header.PUBLISHED_BY]: this.bus.service,
       }),
     };
-    this.bus.journal?.copyAs(journaled, name, encoded.body, reply.envelope, properties);
+    this.bus.journal?.copyAs(journaled, name, encoded.body, properties);
     // No replyTo: a replayed request, executed for its effect; nobody waits for the answer.
     if (typeof replyTo !== "string" || replyTo === "") {
       sent();

@@ -18,10 +18,6 @@ beforeAll(async () => {
     if (delayMs) await sleep(delayMs);
     return { text, requestId: ctx.requestId };
   });
-  await server.serve(TestRpc.bytes, async ({ file }) => ({
-    reversed: Uint8Array.from(file).reverse(),
-    size: file.byteLength,
-  }));
   await server.serve(TestRpc.fail, async ({ how }) => {
     if (how === "not-found") {
       throw errors.notFound("PROJECT_NOT_FOUND", "No such project.", { details: { id: 42 } });
@@ -65,14 +61,6 @@ describe("RPC over the broker", () => {
       data: { ok: true },
       message: null,
     });
-  });
-
-  it("carries bytes as bytes both ways", async () => {
-    const file = new Uint8Array(200_000).map((_, i) => (i * 7) % 256);
-    const response = await client.call(TestRpc.bytes, { file, name: "a.bin" });
-    expect(response.size).toBe(200_000);
-    expect(response.reversed).toBeInstanceOf(Uint8Array);
-    expect(Buffer.from(response.reversed).equals(Buffer.from(Uint8Array.from(file).reverse()))).toBe(true);
   });
 
   it("correlates concurrent calls with their own replies", async () => {

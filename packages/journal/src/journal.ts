@@ -2,14 +2,12 @@ import {
   amqpTimestamp,
   type BusJournal,
   CBOR_CONTENT_TYPE,
-  encodeBody,
   Header,
   type JournalFactory,
   type JournalHost,
 } from "@fundraise/bus";
 import type { Channel, ConsumeMessage, Options } from "amqplib";
 import { Encoder } from "cbor-x";
-import { withoutBytes } from "./printable.ts";
 import { declareJournal, JOURNAL_EXCHANGE } from "./topology.ts";
 
 /** The `type` and `x-bus-kind` of a journal message that carries several entries. */
@@ -59,23 +57,14 @@ export class JournalWriter implements BusJournal {
     return declareJournal(channel);
   }
 
-  /**
-   * Keeps what `mode` says of a message: nothing, the body as sent, or (`"without-bytes"`) `value`, the
-   * message before encoding, with each byte string replaced by its length.
-   */
-  readonly copyAs: BusJournal["copyAs"] = (mode, routingKey, body, value, properties) => {
-    if (mode === false) return;
-    if (mode === true) {
-      this.copy(routingKey, body, properties);
-      return;
-    }
-    const summary = encodeBody(withoutBytes(value));
-    this.copy(routingKey, summary.body, { ...properties, contentType: summary.contentType });
+  /** Keeps the body as sent, unless `mode` is false (a call that carries secrets). */
+  readonly copyAs: BusJournal["copyAs"] = (mode, routingKey, body, properties) => {
+    if (mode) this.copy(routingKey, body, properties);
   };
 
   /** Keeps a copy of a message published to `routingKey` on `rpc` (or a reply sent to a caller). */
   copy(routingKey: string, body: Buffer, properties: Options.Publish): void {
-    // A large body (an upload) goes alone, as it was: re-encoding it into a batch would copy it again.
+    // A large body goes alone, as it was: re-encoding it into a batch would copy it again.
     if (body.length >= this.maxBatchBytes) {
       this.publish(routingKey, body, properties);
       return;

@@ -9,7 +9,6 @@ import {
   stringHeader,
 } from "@fundraise/bus";
 import type { JournalMessage } from "./journal.ts";
-import { toPrintable } from "./printable.ts";
 
 /** Where reading starts: a stream offset spec (`x-stream-offset`). */
 export type ReplayFrom = "first" | "last" | "next" | { offset: number } | { time: Date };
@@ -80,13 +79,13 @@ export function kindOf(headers: Headers | undefined): MessageKind {
   return isMessageKind(kind) ? kind : "event";
 }
 
-/** A journal delivery as a printable record: decoded payload, bytes abbreviated. */
+/** A journal delivery as a printable record: its headers, and its JSON payload decoded. */
 export function toRecord(message: JournalMessage & { index?: number }): JournalRecord {
   const properties = message.properties;
   const headers = (properties.headers ?? {}) as Headers;
   let payload: unknown;
   try {
-    payload = toPrintable(decodeBody(message.content, properties.contentType));
+    payload = decodeBody(message.content, properties.contentType);
   } catch {
     payload = {
       $undecodable: message.content.length,
@@ -108,7 +107,7 @@ export function toRecord(message: JournalMessage & { index?: number }): JournalR
     requestId: stringHeader(headers, Header.REQUEST_ID),
     contentType: typeof properties.contentType === "string" ? properties.contentType : undefined,
     bytes: message.content.length,
-    headers: toPrintable(rest) as Headers,
+    headers: rest,
     payload,
   };
 }

@@ -1,4 +1,4 @@
-import { Bytes, defineEvent, defineRpc } from "@fundraise/protocol";
+import { defineEvent, defineRpc } from "@fundraise/protocol";
 import pino, { type Logger } from "pino";
 import Type from "typebox";
 
@@ -12,16 +12,6 @@ export const TestRpc = {
   echo: defineRpc("users.test.echo", {
     request: Type.Object({ text: Type.String({ maxLength: 100 }) }),
     response: Type.Object({ text: Type.String(), requestId: Type.String() }),
-  }),
-  bytes: defineRpc("users.test.bytes", {
-    request: Type.Object({ file: Bytes, name: Type.String() }),
-    response: Type.Object({ reversed: Bytes, size: Type.Integer() }),
-  }),
-  /** Carries content: journaled without its bytes (their length only). */
-  content: defineRpc("users.test.content", {
-    request: Type.Object({ file: Bytes, name: Type.String() }),
-    response: Type.Object({ echoed: Bytes }),
-    journal: "without-bytes",
   }),
   /** Carries a secret: never copied to the journal. */
   secret: defineRpc("users.test.secret", {

@@ -24,8 +24,6 @@ beforeAll(async () => {
   client = await createAmqpBus({ url: vhost.url, service: "gateway", logger: log, journal });
   server = await createAmqpBus({ url: vhost.url, service: "users", logger: log, journal });
   await server.serve(TestRpc.echo, async ({ text }, ctx) => ({ text, requestId: ctx.requestId }));
-  await server.serve(TestRpc.bytes, async ({ file }) => ({ reversed: file, size: file.byteLength }));
-  await server.serve(TestRpc.content, async ({ file }) => ({ echoed: file }));
   await server.serve(TestRpc.secret, async ({ token }) => ({ jwt: `jwt-for-${token}` }));
   await server.subscribe("audit", TestEvents.happened, async (_payload, ctx) => {
     audited.set(ctx.messageId, (audited.get(ctx.messageId) ?? 0) + 1);
@@ -55,11 +53,6 @@ describe("journal", () => {
     const eventId = randomUUID();
     await client.publish(TestEvents.happened, { n: 1 }, { messageId: eventId, requestId: "journal-event" });
     await client.call(TestRpc.echo, { text: "journaled" }, { requestId: "journal-rpc" });
-    await client.call(
-      TestRpc.bytes,
-      { file: new Uint8Array([1, 2, 3]), name: "b" },
-      { requestId: "journal-bytes" },
-    );
 
     let records: JournalRecord[] = [];
     await waitFor(
@@ -90,34 +83,9 @@ describe("journal", () => {
     expect(reply?.correlationId).toBe(request?.correlationId);
     expect(reply?.headers[Header.PUBLISHED_BY]).toBe("users");
 
-    const bytesRequest = records.find((r) => r.requestId === "journal-bytes" && r.kind === "rpc-request");
-    expect(bytesRequest?.payload).toEqual({ file: { $bytes: 3, base64: "AQID" }, name: "b" });
     // Offsets are the stream's: increasing in journal order.
     const offsets = records.map((r) => r.offset ?? -1);
     expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
-  });
-
-  it("journals a without-bytes call (an upload's part) with each byte string as its length only", async () => {
-    const file = new Uint8Array(100_000).fill(7);
-    const answer = await client.call(TestRpc.content, { file, name: "c" }, { requestId: "journal-content" });
-    expect(Buffer.from(answer.echoed).equals(Buffer.from(file))).toBe(true);
-    let copies: JournalRecord[] = [];
-    await waitFor(
-      async () => {
-        copies = (await readJournal()).filter((r) => r.requestId === "journal-content");
-        return copies.length === 2;
-      },
-      10_000,
-      "request and reply in the journal",
-    );
-    expect(copies.find((r) => r.kind === "rpc-request")?.payload).toEqual({
-      file: { $bytes: 100_000 },
-      name: "c",
-    });
-    expect(copies.find((r) => r.kind === "rpc-reply")?.payload).toMatchObject({
-      data: { echoed: { $bytes: 100_000 } },
-      success: true,
-    });
   });
 
   it("batches the copies of concurrent calls: every request and reply once, in fewer journal messages", async () => {

@@ -1,7 +1,6 @@
 import { encodeBody, Header } from "@fundraise/bus";
 import { describe, expect, it } from "vitest";
 import { parseCli } from "../src/cli/args.ts";
-import { toPrintable } from "../src/printable.ts";
 import {
   kindOf,
   matchesFilter,
@@ -70,22 +69,11 @@ describe("journal records and filters", () => {
     } as unknown as Parameters<typeof toRecord>[0];
   };
 
-  it("prints bytes as their length and a bounded base64 preview", () => {
-    const bytes = new Uint8Array(100).fill(1);
-    const printable = toPrintable({ file: bytes, list: [new Uint8Array([255])], text: "t" }) as Record<
-      string,
-      unknown
-    >;
-    expect(printable.file).toEqual({ $bytes: 100, base64: Buffer.alloc(64, 1).toString("base64") });
-    expect(printable.list).toEqual([{ $bytes: 1, base64: "/w==" }]);
-    expect(printable.text).toBe("t");
-  });
-
-  it("decodes the payload and abbreviates bytes", () => {
+  it("decodes the payload and keeps the headers but the stream offset", () => {
     const record = toRecord(
       message(
         "storage.content.pinned",
-        { file: new Uint8Array(10) },
+        { cid: "bafy", at: "2026-01-02T03:04:05.000Z", list: [1, null, { a: true }] },
         {
           [Header.STREAM_OFFSET]: 12,
           [Header.REQUEST_ID]: "r1",
@@ -100,16 +88,20 @@ describe("journal records and filters", () => {
       kind: "event",
       messageId: "m1",
       requestId: "r1",
-      contentType: "application/cbor",
-      payload: { file: { $bytes: 10, base64: Buffer.alloc(10).toString("base64") } },
+      contentType: "application/json",
+      payload: { cid: "bafy", at: "2026-01-02T03:04:05.000Z", list: [1, null, { a: true }] },
     });
-    expect(record.headers[Header.STREAM_OFFSET]).toBeUndefined();
+    expect(record.headers).toEqual({ [Header.REQUEST_ID]: "r1", [Header.KIND]: "event" });
   });
 
   it("keeps undecodable bodies visible instead of failing", () => {
     const raw = message("a.b", {}, {});
     raw.content = Buffer.from("{not json");
     expect(toRecord(raw).payload).toMatchObject({ $undecodable: 9 });
+    // A CBOR body (what a message holding bytes once was) is shown the same way.
+    const cbor = message("a.b", {}, {});
+    cbor.properties.contentType = "application/cbor";
+    expect(toRecord(cbor).payload).toMatchObject({ $undecodable: 2 });
   });
 
   it("treats messages without a kind header as events", () => {

@@ -5,7 +5,7 @@ import { checkSchema, type SqlExecutor } from "./sql.ts";
 
 /**
  * DDL of the outbox; include it in the service's migrations. `seq` gives the publishing order (uuids do
- * not sort by time); the payload is stored encoded, exactly as it will travel (JSON or CBOR bytes).
+ * not sort by time); the payload is stored encoded, exactly as it will travel (JSON).
  */
 export function outboxDdl(schema = "public"): string {
   const s = checkSchema(schema);

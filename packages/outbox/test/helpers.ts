@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { Bytes, defineEvent } from "@fundraise/protocol";
+import { defineEvent } from "@fundraise/protocol";
 import pg from "pg";
 import pino, { type Logger } from "pino";
 import Type from "typebox";
@@ -68,5 +68,8 @@ export async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient
 
 export const TestEvents = {
   happened: defineEvent("users.test.happened", Type.Object({ n: Type.Integer() })),
-  uploaded: defineEvent("storage.test.uploaded", Type.Object({ name: Type.String(), file: Bytes })),
+  stored: defineEvent(
+    "storage.test.stored",
+    Type.Object({ name: Type.String(), cid: Type.String(), sizes: Type.Array(Type.Integer()) }),
+  ),
 } as const;

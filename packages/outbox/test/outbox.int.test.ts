@@ -27,7 +27,7 @@ const log = testLogger();
 const delivered: { n: number; messageId: string; requestId: string }[] = [];
 /** Markers (negative n) that arrived; see `settled`. */
 const markers = new Set<number>();
-const files: Uint8Array[] = [];
+const stored: { name: string; cid: string; sizes: number[] }[] = [];
 
 /**
  * Publishes a marker after what the test published (and the broker confirmed) and waits for it: the
@@ -52,8 +52,8 @@ beforeAll(async () => {
     if (n < 0) markers.add(n);
     else delivered.push({ n, messageId: ctx.messageId, requestId: ctx.requestId });
   });
-  await bus.subscribe("outbox-files", TestEvents.uploaded, async ({ file }) => {
-    files.push(file);
+  await bus.subscribe("outbox-stored", TestEvents.stored, async (payload) => {
+    stored.push(payload);
   });
 });
 
@@ -118,7 +118,7 @@ describe("outbox", () => {
     ).rejects.toMatchObject({ kind: "validation" });
   });
 
-  it("wakes on commit through LISTEN/NOTIFY and carries bytes", async () => {
+  it("wakes on commit through LISTEN/NOTIFY and carries the payload as enqueued", async () => {
     // A poll interval far beyond the test: only the notification can make this publish in time.
     const relay = relayOf({ intervalMs: 60_000 });
     try {
@@ -140,13 +140,13 @@ describe("outbox", () => {
       await transaction(db.pool, (tx) =>
         enqueue(
           tx,
-          TestEvents.uploaded,
-          { name: "f", file: new Uint8Array([9, 8, 7]) },
+          TestEvents.stored,
+          { name: "f", cid: "bafy-test", sizes: [9, 8, 7] },
           { schema: "projects" },
         ),
       );
-      await waitFor(() => files.length === 1, 10_000, "the notified publish");
-      expect([...(files[0] ?? [])]).toEqual([9, 8, 7]);
+      await waitFor(() => stored.length === 1, 10_000, "the notified publish");
+      expect(stored).toEqual([{ name: "f", cid: "bafy-test", sizes: [9, 8, 7] }]);
     } finally {
       await relay.stop();
     }

@@ -44,9 +44,3 @@ export const Caller = Type.Object({
 });
 export type Caller = Static<typeof Caller>;
 export const MaybeCaller = Type.Union([Caller, Type.Null()]);
-
-/** Raw bytes on the bus (file uploads): they travel as binary, never as hex inside JSON. */
-export const Bytes = Type.Refine(
-  Type.Unsafe<Uint8Array>({ description: "bytes" }),
-  (v) => v instanceof Uint8Array,
-);

@@ -17,11 +17,8 @@ export interface RpcDescriptor<Req extends TSchema = TSchema, Res extends TSchem
   /** Default deadline for a call; uploads and chain reads ask for more. */
   readonly timeoutMs: number | undefined;
   /**
-   * What the replayable journal, which keeps messages for days, gets of a request: `true` all of it;
-   * `false` nothing (calls that carry secrets: signatures, tokens, JWTs); `"without-bytes"` the request
-   * with each byte string replaced by its length (`{ $bytes: n }`): the parts of an upload and the
-   * content read back, which IPFS keeps under its CID, and which would otherwise double the bytes that
-   * cross the broker and fill the journal with users' files.
+   * Whether the replayable journal, which keeps messages for days, gets a copy of the request and its
+   * reply: `true` (the default) or `false` for calls that carry secrets (signatures, tokens, JWTs).
    */
   readonly journal: JournalMode;
   /**
@@ -32,7 +29,7 @@ export interface RpcDescriptor<Req extends TSchema = TSchema, Res extends TSchem
   readonly batched: boolean;
 }
 
-export type JournalMode = boolean | "without-bytes";
+export type JournalMode = boolean;
 
 /** A fact that happened: `<service>.<entity>.<past-participle>`. */
 export interface EventDescriptor<P extends TSchema = TSchema> {

@@ -1,4 +1,4 @@
-import { Bytes, defineEvent, defineRpc } from "@fundraise/protocol";
+import { defineEvent, defineRpc } from "@fundraise/protocol";
 import pino, { type Logger } from "pino";
 import Type from "typebox";
 
@@ -25,10 +25,6 @@ export const TestRpc = {
     request: Type.Object({ text: Type.String({ maxLength: 100 }), delayMs: Type.Optional(Type.Integer()) }),
     response: Type.Object({ text: Type.String(), requestId: Type.String() }),
   }),
-  bytes: defineRpc("users.test.bytes", {
-    request: Type.Object({ file: Bytes, name: Type.String() }),
-    response: Type.Object({ reversed: Bytes, size: Type.Integer() }),
-  }),
   fail: defineRpc("users.test.fail", {
     request: Type.Object({ how: Type.String() }),
     response: Type.Object({ ok: Type.Boolean() }),
@@ -50,5 +46,4 @@ export const TestRpc = {
 
 export const TestEvents = {
   happened: defineEvent("users.test.happened", Type.Object({ n: Type.Integer() })),
-  uploaded: defineEvent("storage.test.uploaded", Type.Object({ name: Type.String(), file: Bytes })),
 } as const;
