@@ -354,6 +354,7 @@ describe("a client that goes away mid-request", () => {
       env: {
         ...process.env,
         AMQP_URL: sys.amqpUrl,
+        ...(sys.ipfsUrl ? { IPFS_API_URL: sys.ipfsUrl } : {}),
         REDIS_PREFIX: prefix,
         PORT: String(port),
         METRICS_PORT: "0",

@@ -34,7 +34,7 @@ export async function startGateway(deps: AppDeps<GatewayConfig>): Promise<Servic
   shutdown.add("redis", () => redis.disconnect());
   await redis.connect().catch((err: unknown) => log.warn({ err }, "redis not reachable yet; retrying"));
   const ipfs = createKuboIpfs(config.ipfs);
-  await checkNode(ipfs, config.ipfs.startupWaitMs, log);
+  await checkNode(ipfs, log);
   const metrics = createMetrics();
   const app = await buildGateway({ config, bus, redis, log, metrics, ipfs });
 
@@ -63,12 +63,12 @@ export async function startGateway(deps: AppDeps<GatewayConfig>): Promise<Servic
 
 /**
  * The gateway adds uploads, so its node must give Kubo's CIDs: one with other import settings stops the
- * start. A node not reachable yet does not: everything but uploads and withHex works meanwhile, and
- * those answer 503 until it is.
+ * start. A node not reachable does not, nor is it waited for: everything but uploads and withHex works
+ * meanwhile, and those answer 503 until it is back.
  */
-async function checkNode(ipfs: Ipfs, waitMs: number, log: Logger): Promise<void> {
+async function checkNode(ipfs: Ipfs, log: Logger): Promise<void> {
   try {
-    const { version } = await checkIpfs(ipfs, waitMs, log);
+    const { version } = await checkIpfs(ipfs, 0, log);
     log.info({ version }, "IPFS API checked: Kubo's CIDs");
   } catch (error) {
     if (!isAppError(error) || !error.retryable) throw error;
