@@ -66,7 +66,7 @@ export async function startGateway(deps: AppDeps<GatewayConfig>): Promise<Servic
  * start. A node not reachable does not, nor is it waited for: everything but uploads and withHex works
  * meanwhile, and those answer 503 until it is back.
  */
-async function checkNode(ipfs: Ipfs, log: Logger): Promise<void> {
+export async function checkNode(ipfs: Ipfs, log: Logger): Promise<void> {
   try {
     const { version } = await checkIpfs(ipfs, 0, log);
     log.info({ version }, "IPFS API checked: Kubo's CIDs");

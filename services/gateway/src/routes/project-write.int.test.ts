@@ -97,6 +97,21 @@ describe("upload bodies are read as they arrive (plugins/hex-body.ts, uploads/)"
     expect(h.ipfs.adds).toEqual([{ outcome: "added", cid: expected.toString() }]);
   });
 
+  it("an image sent before the file gives the same directory, so the same fileHash the chain knows", async () => {
+    const file = Buffer.from("whitepaper second");
+    const image = Buffer.from("89504e47", "hex");
+    await raw(
+      JSON.stringify({
+        imageUrl: image.toString("hex"),
+        projectName: "S",
+        ProjectID: 7,
+        fileHex: file.toString("hex"),
+      }),
+    );
+    const expected = await kuboDirectoryCidOf({ whitepaper: file, image });
+    expect(sent[0]?.project.content?.cid).toBe(expected.toString());
+  });
+
   it("a short 0x-prefixed value (kept as text while the body arrived) is decoded and added after it", async () => {
     await raw(JSON.stringify({ projectName: "Solar", ProjectID: 7, fileHex: "0xC0FFEE" }));
     expect(await h.ipfs.hexOf(sent[0]?.project.content ?? null)).toEqual({ whitepaper: "c0ffee" });
