@@ -315,6 +315,38 @@ describe("the web client's flows", () => {
     expectEnvelope(await asUser(undefined, "GET", "/Project/GetAllPermissioned/false"), 401);
   });
 
+  it("the hot lists answer by version: an ETag per view, 304 while nothing changed, a new one after any change", async () => {
+    const getAll = (token?: string, etag?: string) =>
+      fetch(`${sys.gatewayUrl}/Project/Get/All`, {
+        headers: {
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...(etag ? { "if-none-match": etag } : {}),
+        },
+      });
+    const first = await getAll();
+    const anonymous = first.headers.get("etag") as string;
+    expect(anonymous).toMatch(/^"[\w-]{27}"$/);
+    const second = await getAll(undefined, anonymous);
+    expect(second.status).toBe(304);
+    expect(await second.text()).toBe("");
+    // Admin's view is another list: its own ETag; the anonymous one never matches it.
+    const asAdmin = await getAll(admin.token, anonymous);
+    expect(asAdmin.status).toBe(200);
+    expect(asAdmin.headers.get("etag")).not.toBe(anonymous);
+    // A member's view depends on their memberships: no ETag, listed each time.
+    const asOwner = await getAll(owner.token);
+    expect(asOwner.status).toBe(200);
+    expect(asOwner.headers.get("etag")).toBeNull();
+    // Any change to a project moves the version, even one anonymous callers do not see yet.
+    await apply(outsider, "moves the version", { image: false });
+    const third = await getAll(undefined, anonymous);
+    expect(third.status).toBe(200);
+    expect(third.headers.get("etag")).not.toBe(anonymous);
+    expect(((await third.json()) as { data: ProjectDto[] }).data.map((p) => p.projectID)).toEqual(
+      ((await first.json()) as { data: ProjectDto[] }).data.map((p) => p.projectID),
+    );
+  });
+
   it("rate: one rating per user (a new one replaces it), the mean on the project; bad ratings change nothing", async () => {
     const id = main.project.projectID;
     const rate = (user: User, rating: string) => asUser(user, "PUT", `/Project/Rate/${id}/${rating}`);

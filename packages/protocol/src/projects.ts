@@ -140,6 +140,15 @@ export const ProjectsRpc = {
     request: Type.Object({ caller: Caller }),
     response: ProjectList,
   }),
+  /**
+   * The version tag of the lists this caller shares with every caller of the same view (anonymous; Admin and
+   * Viewer), `<list>@<version>`, moved by every change to a project; null when the caller's lists depend on
+   * their own memberships. The gateway answers a list from its copy, or 304, while the tag holds.
+   */
+  listTag: defineRpc("projects.project.list-tag", {
+    request: Type.Object({ caller: MaybeCaller }),
+    response: Nullable(Type.String()),
+  }),
   top: defineRpc("projects.project.top", {
     request: Type.Object({ caller: MaybeCaller, count: Type.Integer() }),
     response: ProjectList,

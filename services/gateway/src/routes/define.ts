@@ -26,6 +26,7 @@ import Type, { type TSchema } from "typebox";
 import type { Access } from "../plugins/auth.ts";
 import type { Server } from "../server.ts";
 import { openApiNullables } from "./nullable.ts";
+import { versionedAnswers } from "./versioned.ts";
 
 export const ErrorEnvelope = Type.Object({
   data: Type.Null(),
@@ -95,6 +96,11 @@ interface RouteOptions<D extends RpcDescriptor, S extends InputSchemas> {
   bare?: boolean;
   /** `Cache-Control` of the answer; `no-store` when unset (plugins/security.ts). */
   cacheControl?: string;
+  /**
+   * The version of the answer for this caller (null: none to name). With one the answer carries an
+   * `ETag`, a matching `If-None-Match` gets 304, and the serialized answer is kept (routes/versioned.ts).
+   */
+  version?: (input: RouteInput<Caller | null, S>) => Promise<string | null>;
 }
 
 /** A route anyone may call: the caller is null without a (valid) token. */
@@ -147,6 +153,7 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
   route: RpcRoute<D, S>,
 ): void {
   const status = route.status ?? 200;
+  const versioned = route.version ? versionedAnswers() : null;
   const dataSchema = inline(route.response ?? route.rpc.response);
   const schema: RouteSchema<S> = {
     // Through JSON, which also leaves out the input parts the route does not have.
@@ -172,7 +179,10 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
     config: {
       access: route.access,
       ...(route.perMinute ? { rateLimit: { max: route.perMinute, timeWindow: 60_000 } } : {}),
-      ...(route.cacheControl ? { cacheControl: route.cacheControl } : {}),
+      // A versioned answer may be kept by the client, which asks again with If-None-Match every time.
+      ...(route.cacheControl || route.version
+        ? { cacheControl: route.cacheControl ?? "private, no-cache" }
+        : {}),
     },
     schema,
     handler: async (request, reply) => {
@@ -187,6 +197,13 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
         route.access === "anonymous"
           ? await route.request({ ...input, caller: request.caller })
           : await route.request({ ...input, caller: signedIn(request.caller) });
+      // After the input was checked: a version names only answers that can exist.
+      const tag =
+        versioned && route.version ? await route.version({ ...input, caller: request.caller }) : null;
+      if (versioned && tag !== null) {
+        const held = versioned.answer(tag, request, reply);
+        if (held) return held;
+      }
       let result: ResponseOf<D>;
       let message: string | null;
       try {
@@ -203,7 +220,9 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
       const data = route.data ? await route.data(result, input) : result;
       const custom = route.send?.(reply, request, data);
       if (custom) return custom;
-      return reply.code(status).send(route.bare ? data : ok(data, message));
+      const body = route.bare ? data : ok(data, message);
+      if (versioned && tag !== null) return versioned.keep(tag, reply.code(status), body);
+      return reply.code(status).send(body);
     },
   });
 }

@@ -1,5 +1,5 @@
 import type { Bus } from "@fundraise/bus";
-import { PROJECT_STATUSES, ProjectRequest, ProjectsRpc } from "@fundraise/protocol";
+import { type Caller, PROJECT_STATUSES, ProjectRequest, ProjectsRpc } from "@fundraise/protocol";
 import type { FastifyRequest } from "fastify";
 import Type, { type Static } from "typebox";
 import type { Server } from "../server.ts";
@@ -40,6 +40,11 @@ export function registerProjectRoutes(
   { uploadBodyLimit, ...uploads }: UploadDeps & { uploadBodyLimit: number },
 ): void {
   const WithHexQuery = Type.Object({ withHex: Type.Optional(Type.Boolean()) });
+  /** The version of a hot list for this caller's view (projects' listTag), null when it is their own. */
+  const listTag = async (caller: Caller | null, list: string, request: FastifyRequest) => {
+    const tag = await bus.call(ProjectsRpc.listTag, { caller }, { requestId: request.id });
+    return tag === null ? null : `${list}|${tag}`;
+  };
   /** withHex: each project's file, read from IPFS here. */
   const hexIf = <P extends { fileHash: string; projectID: number }>(
     projects: P[],
@@ -57,6 +62,8 @@ export function registerProjectRoutes(
     rpc: ProjectsRpc.list,
     request: ({ caller }) => ({ caller }),
     data: (projects, { query, request }) => hexIf(projects, query.withHex, request),
+    version: ({ caller, query, request }) =>
+      query.withHex ? Promise.resolve(null) : listTag(caller, "all", request),
   });
   registerRpcRoute(app, bus, {
     method: "GET",
@@ -132,6 +139,8 @@ export function registerProjectRoutes(
     input: { params: Type.Object({ status: Type.String({ maxLength: 32 }) }) },
     rpc: ProjectsRpc.byStatus,
     request: ({ caller, params }) => ({ caller, status: oneOf(params.status, PROJECT_STATUSES, "status") }),
+    version: ({ caller, params, request }) =>
+      listTag(caller, `status:${params.status.toLowerCase()}`, request),
   });
   registerRpcRoute(app, bus, {
     method: "PUT",
@@ -193,6 +202,7 @@ export function registerProjectRoutes(
     input: { params: Type.Object({ numberOfProjects: SignedInt32 }) },
     rpc: ProjectsRpc.top,
     request: ({ caller, params }) => ({ caller, count: params.numberOfProjects }),
+    version: ({ caller, params, request }) => listTag(caller, `top:${params.numberOfProjects}`, request),
   });
   for (const url of ["/Project/GetAllHashes/:areOnlyAuctionsStarted", "/Project/GetAllHashes"]) {
     registerRpcRoute(app, bus, {

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Bus } from "@fundraise/bus";
 import { createInMemoryBus } from "@fundraise/bus/testing";
 import type { Ipfs } from "@fundraise/ipfs";
-import { AuthRpc, type Caller, type UserRole } from "@fundraise/protocol";
+import { AuthRpc, type Caller, ProjectsRpc, type UserRole } from "@fundraise/protocol";
 import type { Logger } from "@fundraise/service-kit";
 import { silentLogger } from "@fundraise/service-kit/testing";
 
@@ -73,6 +73,8 @@ export async function createHarness(
   const memoryBus = createInMemoryBus();
   const signer = await createTestSigner();
   await memoryBus.serve(AuthRpc.jwks, async () => signer.jwks);
+  // The projects service's answer for lists no view shares (no version, no ETag); tests serve their own.
+  await memoryBus.serve(ProjectsRpc.listTag, async () => null);
   // The auth service's answer for a user who has no stored session state; tests serve their own to differ.
   await memoryBus.serve(AuthRpc.rebuildSession, async () => ({
     role: null,

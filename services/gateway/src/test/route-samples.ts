@@ -133,7 +133,7 @@ export async function captureAllRpcs(h: Harness): Promise<CapturedCall[]> {
     ChainRpc,
     StorageRpc,
   };
-  const servedByHarness = new Set(["AuthRpc.jwks", "AuthRpc.rebuildSession"]);
+  const servedByHarness = new Set(["AuthRpc.jwks", "AuthRpc.rebuildSession", "ProjectsRpc.listTag"]);
   for (const [group, descriptors] of Object.entries(groups)) {
     for (const [key, descriptor] of Object.entries(descriptors)) {
       if (servedByHarness.has(`${group}.${key}`)) continue;

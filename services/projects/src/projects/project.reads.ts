@@ -4,7 +4,7 @@ import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
 import type { ProjectRepository } from "./project.repository.ts";
 import { MAX_TOP } from "./project.validation.ts";
-import { findVisible, scopeOf } from "./visibility.ts";
+import { findVisible, scopeOf, sharedListOf } from "./visibility.ts";
 
 /** What the project reads answer: the lists and the single read, each as behaviour.md §4 shows it. */
 export interface ProjectReads {
@@ -18,6 +18,8 @@ export interface ProjectReads {
   viewerQueue(caller: Caller): Promise<ProjectDtoOut[]>;
   listPermissioned(caller: Caller): Promise<ProjectDtoOut[]>;
   listInvited(caller: Caller): Promise<ProjectDtoOut[]>;
+  /** The caller's shared lists' name and the table's version, or null (protocol `listTag`). */
+  listTag(caller: Caller | null): Promise<string | null>;
 }
 
 export const isReviewer = (caller: Caller) => caller.role === "Viewer" || caller.role === "Admin";
@@ -74,6 +76,11 @@ export function createProjectReads(deps: { projects: ProjectRepository; hotReads
 
     async listPermissioned(caller) {
       return (await projects.projectsOfUser(caller.userId, true)).map((p) => toProjectDto(p));
+    },
+
+    async listTag(caller) {
+      const shared = sharedListOf(scopeOf(caller));
+      return shared === null ? null : `${shared}@${await projects.listVersion()}`;
     },
 
     async listInvited(caller) {

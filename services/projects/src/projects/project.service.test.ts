@@ -65,6 +65,19 @@ describe("visibility of single reads and lists (behaviour.md §4)", () => {
     await approve(h, accepted.fileHash, 11);
     expect(ids(await h.service.list(null))).toEqual([accepted.id, ...before].sort((a, b) => a - b));
   });
+
+  it("listTag names the view a caller shares and the table's version; none for a member's own view", async () => {
+    const { h, accepted } = await threeProjects();
+    const anonymous = await h.service.listTag(null);
+    const admin = await h.service.listTag(h.person("Admin"));
+    expect(anonymous).toMatch(/^open:.*@\d+$/);
+    expect(admin).toMatch(/^all@\d+$/);
+    expect(await h.service.listTag(h.person("Viewer"))).toBe(admin);
+    expect(await h.service.listTag(h.person("Base"))).toBeNull();
+    await approve(h, accepted.fileHash, 12);
+    expect(await h.service.listTag(null)).not.toBe(anonymous);
+    expect(await h.service.listTag(h.person("Admin"))).not.toBe(admin);
+  });
 });
 
 describe("Add", () => {

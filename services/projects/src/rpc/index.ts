@@ -35,6 +35,7 @@ export async function serveProjectsRpc(
     p.updateMarkdown(caller, id, markDown),
   );
   await bus.serve(ProjectsRpc.listPermissioned, ({ caller }) => p.listPermissioned(caller));
+  await bus.serve(ProjectsRpc.listTag, ({ caller }) => p.listTag(caller));
   await bus.serve(ProjectsRpc.listInvited, ({ caller }) => p.listInvited(caller));
   await bus.serve(ProjectsRpc.syncStatus, ({ caller, id }, ctx) => chain.syncStatus(caller, id, ctx));
   await bus.serve(ProjectsRpc.syncAuction, ({ caller, id }, ctx) => chain.syncAuction(caller, id, ctx));

@@ -1,0 +1,101 @@
+import { type Caller, ProjectsRpc } from "@fundraise/protocol";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createHarness, type Harness } from "../test/harness.ts";
+
+// The hot lists answered by version (routes/versioned.ts), against a projects stand-in on the in-memory
+// bus whose tag is what projects' listTag says for each view: anonymous and Admin share views, a signed-in
+// Base caller does not (null).
+let h: Harness;
+let version: number;
+let listed: (Caller | null)[];
+beforeEach(async () => {
+  h = await createHarness();
+  version = 1;
+  listed = [];
+  await h.bus.serve(ProjectsRpc.listTag, async ({ caller }) => {
+    if (caller === null) return `open@${version}`;
+    return caller.role === "Admin" ? `all@${version}` : null;
+  });
+  await h.bus.serve(ProjectsRpc.list, async ({ caller }) => {
+    listed.push(caller);
+    return [dto(caller === null ? 1 : 2, `v${version}`)];
+  });
+});
+afterEach(() => h?.close());
+
+const get = (url: string, headers: Record<string, string> = {}) =>
+  h.app.inject({ method: "GET", url, headers });
+
+describe("GET /Project/Get/All by version", () => {
+  it("an ETag per view and version; the copy serves until the version moves; If-None-Match gets 304", async () => {
+    const first = await get("/Project/Get/All");
+    expect(first.statusCode).toBe(200);
+    const etag = first.headers.etag as string;
+    expect(etag).toMatch(/^"[\w-]{27}"$/);
+    expect(first.headers["cache-control"]).toBe("private, no-cache");
+    expect(first.json().data[0].projectName).toBe("v1");
+
+    const again = await get("/Project/Get/All");
+    expect(again.body).toBe(first.body);
+    expect(again.headers.etag).toBe(etag);
+    expect(listed).toEqual([null]);
+
+    const revalidated = await get("/Project/Get/All", { "if-none-match": etag });
+    expect(revalidated.statusCode).toBe(304);
+    expect(revalidated.body).toBe("");
+    expect(listed).toEqual([null]);
+
+    version = 2;
+    const moved = await get("/Project/Get/All", { "if-none-match": etag });
+    expect(moved.statusCode).toBe(200);
+    expect(moved.headers.etag).not.toBe(etag);
+    expect(moved.json().data[0].projectName).toBe("v2");
+    expect(listed).toEqual([null, null]);
+  });
+
+  it("never serves one view's copy to another: Admin's ETag and answer are its own", async () => {
+    const anonymous = await get("/Project/Get/All");
+    const admin = await get("/Project/Get/All", {
+      authorization: `Bearer ${await h.signer.sign({ userId: 9, role: "Admin" })}`,
+      "if-none-match": anonymous.headers.etag as string,
+    });
+    expect(admin.statusCode).toBe(200);
+    expect(admin.headers.etag).not.toBe(anonymous.headers.etag);
+    expect(admin.json().data[0].projectID).toBe(2);
+    expect(listed.map((caller) => caller?.role ?? null)).toEqual([null, "Admin"]);
+  });
+
+  it("a caller whose list is their own, and withHex, get no ETag and are listed each time", async () => {
+    const base = { authorization: `Bearer ${await h.signer.sign({ userId: 5, role: "Base" })}` };
+    for (let i = 0; i < 2; i++) {
+      const res = await get("/Project/Get/All", base);
+      expect(res.statusCode).toBe(200);
+      expect(res.headers.etag).toBeUndefined();
+      expect(res.headers["cache-control"]).toBe("private, no-cache");
+    }
+    const withHex = await get("/Project/Get/All?withHex=true");
+    expect(withHex.statusCode).toBe(200);
+    expect(withHex.headers.etag).toBeUndefined();
+    expect(listed).toHaveLength(3);
+  });
+});
+
+function dto(id: number, name: string) {
+  return {
+    projectID: id,
+    projectName: name,
+    date: new Date(0).toISOString(),
+    isAuctionCreated: false,
+    isAuctionStarted: false,
+    auctionStatus: null,
+    projectDescription: null,
+    imageUrl: null,
+    rating: 0,
+    status: "Approved" as const,
+    markDown: "",
+    fileHash: "AB".repeat(32),
+    proposerAddress: null,
+    viewerAccepted: true,
+    viewerAcceptedAddress: null,
+  };
+}
