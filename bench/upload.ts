@@ -218,6 +218,7 @@ try {
   const listAnswer = await fetch(listUrl);
   const listBytes = (await listAnswer.arrayBuffer()).byteLength;
   const list = await load(listUrl);
+  const zipped = await load(listUrl, { "accept-encoding": "gzip" });
   const notModified = await load(listUrl, { "if-none-match": listAnswer.headers.get("etag") ?? "" });
   const count = await load(`${sys.gatewayUrl}/user/learnusercount`);
 
@@ -270,6 +271,7 @@ try {
   const row = (name: string, r: typeof list) =>
     `${name.padEnd(24)} ${r.rps.toFixed(0).padStart(8)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.bad).padStart(15)}`;
   console.log(row("GET /Project/Get/All", list));
+  console.log(row("  the same, gzip", zipped));
   console.log(row("  the same, 304", notModified));
   console.log(row("GET /user/learnusercount", count));
 } finally {

@@ -201,8 +201,7 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
       const tag =
         versioned && route.version ? await route.version({ ...input, caller: request.caller }) : null;
       if (versioned && tag !== null) {
-        const held = versioned.answer(tag, request, reply);
-        if (held) return held;
+        if (await versioned.answer(tag, request, reply)) return reply;
       }
       let result: ResponseOf<D>;
       let message: string | null;
@@ -221,7 +220,10 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
       const custom = route.send?.(reply, request, data);
       if (custom) return custom;
       const body = route.bare ? data : ok(data, message);
-      if (versioned && tag !== null) return versioned.keep(tag, reply.code(status), body);
+      if (versioned && tag !== null) {
+        await versioned.keep(tag, request, reply.code(status), body);
+        return reply;
+      }
       return reply.code(status).send(body);
     },
   });

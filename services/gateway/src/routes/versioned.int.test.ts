@@ -1,3 +1,4 @@
+import { gunzipSync } from "node:zlib";
 import { type Caller, ProjectsRpc } from "@fundraise/protocol";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
@@ -51,6 +52,25 @@ describe("GET /Project/Get/All by version", () => {
     expect(moved.headers.etag).not.toBe(etag);
     expect(moved.json().data[0].projectName).toBe("v2");
     expect(listed).toEqual([null, null]);
+  });
+
+  it("gzips the copy once for clients that accept it; the same JSON; Vary: Accept-Encoding", async () => {
+    await h.bus.serve(ProjectsRpc.list, async ({ caller }) => {
+      listed.push(caller);
+      return Array.from({ length: 30 }, (_, i) => dto(i + 1, `project ${i}`));
+    });
+    const plain = await get("/Project/Get/All");
+    expect(plain.headers["content-encoding"]).toBeUndefined();
+    expect(plain.headers.vary).toMatch(/accept-encoding/i);
+    for (const accept of ["gzip", "br, gzip;q=0.8", "*"]) {
+      const zipped = await get("/Project/Get/All", { "accept-encoding": accept });
+      expect(zipped.headers["content-encoding"], accept).toBe("gzip");
+      expect(gunzipSync(zipped.rawPayload).toString(), accept).toBe(plain.body);
+    }
+    const refused = await get("/Project/Get/All", { "accept-encoding": "gzip;q=0, identity" });
+    expect(refused.headers["content-encoding"]).toBeUndefined();
+    expect(refused.body).toBe(plain.body);
+    expect(listed).toEqual([null]);
   });
 
   it("never serves one view's copy to another: Admin's ETag and answer are its own", async () => {
