@@ -1,29 +1,16 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { ErrorCode, StorageErrorCode } from "@fundraise/protocol";
 import { silentLogger } from "@fundraise/service-kit";
 import { expectAppError } from "@fundraise/service-kit/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { checkIpfs, createKuboIpfs } from "./kubo.ts";
+import { fakeKuboNodes } from "./testing.ts";
 
-/** Fake HTTP servers standing in for a misbehaving Kubo: silent, or with other import settings. */
-const servers: Server[] = [];
-async function serve(handler: Parameters<typeof createServer>[1]): Promise<string> {
-  const server = createServer(handler);
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-afterEach(async () => {
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections();
-    await new Promise((resolve) => s.close(resolve));
-  }
-});
+const nodes = fakeKuboNodes();
+afterEach(() => nodes.closeAll());
 
 describe("the Kubo RPC client's failures as the platform's errors", () => {
   it("a node that accepts and never answers: 504 after the deadline, not a hang", async () => {
-    const url = await serve(() => undefined);
+    const url = await nodes.silent();
     const ipfs = createKuboIpfs({ url, timeoutMs: 300, readTimeoutMs: 300 });
     const started = performance.now();
     await expectAppError(
@@ -40,25 +27,14 @@ describe("the Kubo RPC client's failures as the platform's errors", () => {
   });
 
   it("nothing listening: 503", async () => {
-    const url = await serve(() => undefined);
-    servers[0]!.close();
+    const url = await nodes.gone();
     const ipfs = createKuboIpfs({ url, timeoutMs: 1000, readTimeoutMs: 1000 });
     await expectAppError(ipfs.selfCheck(), "unavailable", ErrorCode.IPFS_UNAVAILABLE);
   });
 
   it("refuses to start on a node whose import settings give other CIDs", async () => {
-    const url = await serve((req, res) => {
-      req.resume();
-      res.setHeader("Content-Type", "application/json");
-      if (req.url?.startsWith("/api/v0/version")) {
-        res.end(JSON.stringify({ Version: "0.99.0" }));
-        return;
-      }
-      // What a node with CIDv1 / raw leaves by default would answer.
-      res.end(
-        `${JSON.stringify({ Name: "x", Hash: "bafkreifjjcie6lypi6ny7amxnfftagclbuxndqonfipmb64f2km2devei4", Size: "12" })}\n`,
-      );
-    });
+    // What a node with CIDv1 / raw leaves by default answers.
+    const url = await nodes.otherCids();
     const ipfs = createKuboIpfs({ url, timeoutMs: 1000, readTimeoutMs: 1000 });
     await expect(checkIpfs(ipfs, 0, silentLogger())).rejects.toThrow(/import settings differ/);
   });
@@ -68,12 +44,12 @@ describe("the Kubo RPC client's failures as the platform's errors", () => {
     // the whole upload kept by the branch nobody reads. The patch asks for redirect "error"; a node that
     // answers a redirect is then a failure (503), and the add never reaches the other address.
     let followed = 0;
-    const elsewhere = await serve((req, res) => {
+    const elsewhere = await nodes.serve((req, res) => {
       followed++;
       req.resume();
       res.end("{}");
     });
-    const url = await serve((req, res) => {
+    const url = await nodes.serve((req, res) => {
       req.resume();
       res.writeHead(307, { Location: `${elsewhere}${req.url}` });
       res.end();

@@ -2,6 +2,7 @@ import { gunzipSync } from "node:zlib";
 import { type Caller, ProjectsRpc } from "@fundraise/protocol";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
+import { projectDto } from "../test/route-samples.ts";
 
 // The hot lists answered by version (routes/versioned.ts), against a projects stand-in on the in-memory
 // bus whose tag is what projects' listTag says for each view: anonymous and Admin share views, a signed-in
@@ -19,7 +20,7 @@ beforeEach(async () => {
   });
   await h.bus.serve(ProjectsRpc.list, async ({ caller }) => {
     listed.push(caller);
-    return [dto(caller === null ? 1 : 2, `v${version}`)];
+    return [projectDto(caller === null ? 1 : 2, { projectName: `v${version}` })];
   });
 });
 afterEach(() => h?.close());
@@ -57,7 +58,7 @@ describe("GET /Project/Get/All by version", () => {
   it("gzips the copy once for clients that accept it; the same JSON; Vary: Accept-Encoding", async () => {
     await h.bus.serve(ProjectsRpc.list, async ({ caller }) => {
       listed.push(caller);
-      return Array.from({ length: 30 }, (_, i) => dto(i + 1, `project ${i}`));
+      return Array.from({ length: 30 }, (_, i) => projectDto(i + 1, { projectName: `project ${i}` }));
     });
     const plain = await get("/Project/Get/All");
     expect(plain.headers["content-encoding"]).toBeUndefined();
@@ -99,23 +100,3 @@ describe("GET /Project/Get/All by version", () => {
     expect(listed).toHaveLength(3);
   });
 });
-
-function dto(id: number, name: string) {
-  return {
-    projectID: id,
-    projectName: name,
-    date: new Date(0).toISOString(),
-    isAuctionCreated: false,
-    isAuctionStarted: false,
-    auctionStatus: null,
-    projectDescription: null,
-    imageUrl: null,
-    rating: 0,
-    status: "Approved" as const,
-    markDown: "",
-    fileHash: "AB".repeat(32),
-    proposerAddress: null,
-    viewerAccepted: true,
-    viewerAcceptedAddress: null,
-  };
-}

@@ -167,3 +167,24 @@ export async function startCapturingGateway(): Promise<CapturingGateway> {
 export function authHeaders(route: RouteEntry, token: string): Record<string, string> {
   return route.access === "anonymous" ? {} : { authorization: `Bearer ${token}` };
 }
+
+/** A ProjectDTO as the projects service answers it (Approved, viewer-accepted), for list stand-ins. */
+export function projectDto(id: number, fields: { projectName?: string; fileHash?: string } = {}) {
+  return {
+    projectID: id,
+    projectName: fields.projectName ?? `P${id}`,
+    date: new Date(0).toISOString(),
+    isAuctionCreated: false,
+    isAuctionStarted: false,
+    auctionStatus: null,
+    projectDescription: null,
+    imageUrl: null,
+    rating: 0,
+    status: "Approved" as const,
+    markDown: "",
+    fileHash: fields.fileHash ?? "AB".repeat(32),
+    proposerAddress: null,
+    viewerAccepted: true,
+    viewerAcceptedAddress: null,
+  };
+}

@@ -1,21 +1,18 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { createKuboIpfs, fileHashOf } from "@fundraise/ipfs";
+import { fakeKuboNodes } from "@fundraise/ipfs/testing";
 import { ErrorCode, errors, ProjectsRpc, type RequestOf, StorageErrorCode } from "@fundraise/protocol";
 import { afterEach, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
+import { projectDto } from "../test/route-samples.ts";
 
 // The content path at the edge: uploads added to IPFS while the body arrives, and withHex read back
 // from it. IPFS is OUR KUBO-RPC STAND-IN (packages/ipfs-node, not Kubo), or a silent HTTP server
 // standing in for a node that accepts and never answers.
 const harnesses: Harness[] = [];
-const servers: Server[] = [];
+const nodes = fakeKuboNodes();
 afterEach(async () => {
   for (const h of harnesses.splice(0)) await h.close();
-  for (const s of servers.splice(0)) {
-    s.closeAllConnections();
-    await new Promise((resolve) => s.close(resolve));
-  }
+  await nodes.closeAll();
 });
 
 async function gateway(env: Record<string, string> = {}, ipfsUrl?: string) {
@@ -36,13 +33,6 @@ async function gateway(env: Record<string, string> = {}, ipfsUrl?: string) {
       payload: JSON.stringify(body),
     });
   return { h, sent, add, token };
-}
-
-async function silentNode(): Promise<string> {
-  const server = createServer(() => undefined);
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 describe("uploads at the edge", () => {
@@ -79,7 +69,7 @@ describe("uploads at the edge", () => {
   });
 
   it("IPFS that accepts and never answers: 504 after IPFS_TIMEOUT_MS, not a hang; nothing is sent", async () => {
-    const { sent, add } = await gateway({ IPFS_TIMEOUT_MS: "300" }, await silentNode());
+    const { sent, add } = await gateway({ IPFS_TIMEOUT_MS: "300" }, await nodes.silent());
     const started = performance.now();
     const res = await add({ projectName: "S", fileHex: "ab".repeat(1000) });
     expect(res.statusCode).toBe(504);
@@ -118,23 +108,3 @@ describe("withHex: the gateway reads each file from IPFS", () => {
     expect((await h.app.inject({ method: "GET", url: "/Project/Get/All" })).statusCode).toBe(200);
   });
 });
-
-function projectDto(id: number) {
-  return {
-    projectID: id,
-    projectName: `P${id}`,
-    date: new Date(0).toISOString(),
-    isAuctionCreated: false,
-    isAuctionStarted: false,
-    auctionStatus: null,
-    projectDescription: null,
-    imageUrl: null,
-    rating: 0,
-    status: "Approved" as const,
-    markDown: "",
-    fileHash: "",
-    proposerAddress: null,
-    viewerAccepted: true,
-    viewerAcceptedAddress: null,
-  };
-}
