@@ -329,6 +329,11 @@ describe("the web client's flows", () => {
     const second = await getAll(undefined, anonymous);
     expect(second.status).toBe(304);
     expect(await second.text()).toBe("");
+    // The web client's anonymous header is the anonymous view: the same version, 304 as well.
+    const webClient = await fetch(`${sys.gatewayUrl}/project/get/all/`, {
+      headers: { authorization: "Bearer undefined", "if-none-match": anonymous },
+    });
+    expect(webClient.status).toBe(304);
     // Admin's view is another list: its own ETag; the anonymous one never matches it.
     const asAdmin = await getAll(admin.token, anonymous);
     expect(asAdmin.status).toBe(200);
