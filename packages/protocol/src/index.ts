@@ -11,3 +11,4 @@ export * from "./sessions.ts";
 export * from "./storage.ts";
 export * from "./text.ts";
 export * from "./users.ts";
+export * from "./visibility.ts";

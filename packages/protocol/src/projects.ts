@@ -97,6 +97,37 @@ export const ProjectWrite = Type.Object({
   content: Nullable(ContentRef),
 });
 
+/**
+ * What changed in a project, for live streams (the gateway's `GET /events`). `members`: a permission row
+ * came or went (an invitation, a reply, a removal): it changes who sees the project, not the project.
+ */
+export const PROJECT_CHANGES = [
+  "created",
+  "updated",
+  "viewer-accepted",
+  "status",
+  "rated",
+  "auction",
+  "deleted",
+  "members",
+] as const;
+export const ProjectChange = Type.Enum(PROJECT_CHANGES);
+export type ProjectChange = (typeof PROJECT_CHANGES)[number];
+
+/** What decides who sees a project (behaviour.md §4; visibility.ts): its state and its permission rows. */
+export const ProjectAudience = Type.Object({
+  viewerAccepted: Type.Boolean(),
+  status: ProjectStatus,
+  /** Users with a permission row on it, accepted or invited. */
+  memberIds: Type.Array(Id),
+});
+
+/** A project and who belongs to it: what a stream needs to answer each subscriber as a read would. */
+export const ProjectView = Type.Object({ project: ProjectDto, memberIds: Type.Array(Id) });
+
+export const INVITATION_CHANGES = ["created", "withdrawn", "accepted"] as const;
+export const InvitationChange = Type.Enum(INVITATION_CHANGES);
+
 const ProjectList = Type.Array(ProjectDto);
 const ById = Type.Object({ caller: MaybeCaller, id: Type.Integer() });
 const ByIdSigned = Type.Object({ caller: Caller, id: Type.Integer() });
@@ -148,6 +179,11 @@ export const ProjectsRpc = {
   listTag: defineRpc("projects.project.list-tag", {
     request: Type.Object({ caller: MaybeCaller }),
     response: Nullable(Type.String()),
+  }),
+  /** Projects as the event stream sends them, with their members; missing ids are left out. */
+  views: defineRpc("projects.project.views", {
+    request: Type.Object({ projectIds: Type.Array(Id, { maxItems: 100 }) }),
+    response: Type.Array(ProjectView),
   }),
   top: defineRpc("projects.project.top", {
     request: Type.Object({ caller: MaybeCaller, count: Type.Integer() }),
@@ -212,4 +248,23 @@ export const ProjectsEvents = {
     Type.Object({ projectId: Id, fileHash: FileHash, ownerId: Id, projectName: Type.String() }),
   ),
   deleted: defineEvent("projects.project.deleted", Type.Object({ projectId: Id, fileHash: Type.String() })),
+  /**
+   * Any change to a project or to who belongs to it, in the changing transaction. `before`: who saw it
+   * before (null for a new project), so a stream can tell a project leaving a subscriber's view from one
+   * it never saw. Chain-derived changes carry the block they came from.
+   */
+  changed: defineEvent(
+    "projects.project.changed",
+    Type.Object({
+      projectId: Id,
+      change: ProjectChange,
+      before: Nullable(ProjectAudience),
+      indexedBlock: Type.Optional(Type.Integer({ minimum: 0 })),
+    }),
+  ),
+  /** An invitation to `invitation.userID` was created, withdrawn (declined, removed) or accepted. */
+  invitationChanged: defineEvent(
+    "projects.invitation.changed",
+    Type.Object({ change: InvitationChange, invitation: ProjectPermission }),
+  ),
 } as const;

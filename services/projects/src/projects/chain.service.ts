@@ -10,13 +10,14 @@ import {
   type PayloadOf,
   type ResponseOf,
 } from "@fundraise/protocol";
+import { announce, audienceOf } from "./announce.ts";
 import { auctionFieldsOf, evaluationFieldsOf, type FactKind, factKindOf } from "./chain-facts.ts";
 import { isAccepted, requireLive, requireWriter } from "./project.access.ts";
 import type { Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
 import type { OpContext } from "./project.ports.ts";
-import type { FactKey, ProjectRepository } from "./project.repository.ts";
+import type { FactKey, ProjectRepository, ProjectTx } from "./project.repository.ts";
 import { findVisible } from "./visibility.ts";
 
 export type Evaluation = ResponseOf<typeof ChainRpc.evaluation>;
@@ -29,7 +30,7 @@ export interface ChainIndex {
 }
 
 type Position = { block: number; logIndex: number };
-type FactContext = Pick<MessageContext, "messageId" | "log">;
+type FactContext = Pick<MessageContext, "messageId" | "log" | "requestId" | "traceparent">;
 
 export interface ChainSync {
   /** ChangeStatus: the status the chain's first ProjectEvaluation gives, read from the index now. */
@@ -42,6 +43,8 @@ export interface ChainSync {
     fact: PayloadOf<typeof ChainEvents.auctionStatusChanged>,
     ctx: FactContext,
   ): Promise<void>;
+  /** A bid on a project's auction: nothing of the project changes, its live readers hear of it. */
+  applyAuctionActivity(fact: PayloadOf<typeof ChainEvents.bidSubmitted>, ctx: FactContext): Promise<void>;
   /** A reorg retracted a fact: the fields it set are recomputed from the facts that still stand. */
   applyRetraction(fact: PayloadOf<typeof ChainEvents.factRetracted>, ctx: FactContext): Promise<void>;
 }
@@ -83,17 +86,39 @@ export function createChainSync(deps: {
     }
   }
 
+  /**
+   * Applies `change` to the locked project and announces it (as `kind`, from `indexedBlock` when a chain
+   * fact made it) when the project as clients see it changed, or always with `always` (auction activity).
+   */
+  async function changeAndAnnounce(
+    t: ProjectTx,
+    project: Project,
+    kind: "status" | "auction",
+    change: (project: Project) => void,
+    ctx: FactContext | OpContext,
+    options: { indexedBlock?: number; always?: boolean } = {},
+  ): Promise<void> {
+    const before = await audienceOf(t, project);
+    const seen = JSON.stringify(toProjectDto(project));
+    change(project);
+    await t.save();
+    if (options.always || JSON.stringify(toProjectDto(project)) !== seen) {
+      await announce(t, project.id, kind, before, ctx, options.indexedBlock);
+    }
+  }
+
   async function update(
     caller: Caller,
     id: number,
+    kind: "status" | "auction",
     change: (project: Project) => void,
+    ctx: OpContext,
   ): Promise<ProjectDtoOut> {
     return projects.transaction(async (t) => {
       await requireLive(t, caller);
       const project = await t.lockById(id);
       if (!project) throw ProjectErrors.notFound();
-      change(project);
-      await t.save();
+      await changeAndAnnounce(t, project, kind, change, ctx);
       return toProjectDto(project);
     });
   }
@@ -130,8 +155,8 @@ export function createChainSync(deps: {
         ctx.log.debug({ key, projectHash: fact.projectHash }, "chain fact for a hash no project has");
         return;
       }
-      change(project);
-      await t.save();
+      const announced = kind === "evaluation" ? "status" : "auction";
+      await changeAndAnnounce(t, project, announced, change, ctx, { indexedBlock: fact.origin.blockNumber });
     });
   }
 
@@ -145,9 +170,15 @@ export function createChainSync(deps: {
       }
       const { isApproved } = await ask(() => index.evaluation(chainHashOf(project.fileHash), ctx));
       const status = isApproved === null ? "Pending" : isApproved ? "Approved" : "Rejected";
-      return update(caller, id, (p) => {
-        p.status = status;
-      });
+      return update(
+        caller,
+        id,
+        "status",
+        (p) => {
+          p.status = status;
+        },
+        ctx,
+      );
     },
 
     async syncAuction(caller, id, ctx) {
@@ -155,11 +186,17 @@ export function createChainSync(deps: {
       requireWriter(caller);
       if (!isAccepted(permission)) throw ProjectErrors.notMember();
       const state = await ask(() => index.auction(chainHashOf(project.fileHash), ctx));
-      return update(caller, id, (p) => {
-        p.isAuctionCreated = p.isAuctionCreated || state.isAuctionCreated;
-        p.isAuctionStarted = p.isAuctionStarted || state.isAuctionStarted;
-        if (state.auctionStatus !== null) p.auctionStatus = state.auctionStatus;
-      });
+      return update(
+        caller,
+        id,
+        "auction",
+        (p) => {
+          p.isAuctionCreated = p.isAuctionCreated || state.isAuctionCreated;
+          p.isAuctionStarted = p.isAuctionStarted || state.isAuctionStarted;
+          if (state.auctionStatus !== null) p.auctionStatus = state.auctionStatus;
+        },
+        ctx,
+      );
     },
 
     // The first evaluation of a hash decides: a later one changes nothing, an earlier one arriving late wins.
@@ -198,6 +235,19 @@ export function createChainSync(deps: {
         p.auctionLogIndex = at.logIndex;
       }),
 
+    // A bid moves no field: recorded like any fact (a reorg may retract it), announced as auction activity.
+    // Not in the ledger: nothing to recompute if a reorg takes it back.
+    async applyAuctionActivity(fact, ctx) {
+      await projects.once(consumer, claimOf(factKeyOf(fact.origin)), ctx, async (t) => {
+        const project = await t.lockByFileHash(fileHashOfChain(fact.projectHash));
+        if (!project) return;
+        await changeAndAnnounce(t, project, "auction", () => {}, ctx, {
+          indexedBlock: fact.origin.blockNumber,
+          always: true,
+        });
+      });
+    },
+
     // Only the fields of the retracted kind are recomputed: the others may hold what "sync now" read.
     async applyRetraction(fact, ctx) {
       const kind = factKindOf(fact.retracted);
@@ -210,11 +260,17 @@ export function createChainSync(deps: {
         const project = await t.lockByFileHash(projectHash);
         if (!project) return;
         const standing = await t.standingFacts(projectHash);
-        Object.assign(
+        const fields = kind === "evaluation" ? evaluationFieldsOf(standing) : auctionFieldsOf(standing);
+        await changeAndAnnounce(
+          t,
           project,
-          kind === "evaluation" ? evaluationFieldsOf(standing) : auctionFieldsOf(standing),
+          kind === "evaluation" ? "status" : "auction",
+          (p) => {
+            Object.assign(p, fields);
+          },
+          ctx,
+          { indexedBlock: fact.origin.blockNumber },
         );
-        await t.save();
         ctx.log.info({ key, kind, projectId: project.id }, "chain fact retracted: project fields recomputed");
       });
     },

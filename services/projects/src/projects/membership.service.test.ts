@@ -18,7 +18,7 @@ async function team() {
   );
   const join = async (caller: Caller, role: "Editor" | "Co-Owner" = "Editor") => {
     await h.memberships.invite(owner, { projectID: id, username: caller.username, role }, ctx());
-    await h.memberships.reply(caller, { projectID: id, isAccepted: true });
+    await h.memberships.reply(caller, { projectID: id, isAccepted: true }, ctx());
   };
   return { h, owner, id, join };
 }
@@ -38,9 +38,11 @@ describe("invitations (behaviour.md §3)", () => {
       { id: Number(invitation), projectID: id, userID: invitee.userId, role: "Editor", isAccepted: false },
     ]);
     expect((await h.service.listInvited(invitee)).map((p) => p.projectID)).toEqual([id]);
-    await h.memberships.reply(invitee, { projectID: id, isAccepted: true });
+    await h.memberships.reply(invitee, { projectID: id, isAccepted: true }, ctx());
     expect((await h.service.listPermissioned(invitee)).map((p) => p.projectID)).toEqual([id]);
-    await expect(h.memberships.reply(invitee, { projectID: id, isAccepted: true })).rejects.toMatchObject({
+    await expect(
+      h.memberships.reply(invitee, { projectID: id, isAccepted: true }, ctx()),
+    ).rejects.toMatchObject({
       code: "INVITATION_NOT_FOUND",
     });
     expect(owner.userId).not.toBe(invitee.userId);
@@ -81,10 +83,12 @@ describe("invitations (behaviour.md §3)", () => {
     const { h, owner, id, join } = await team();
     const invitee = { ...h.person(), role: "Blacklist" as const };
     await h.memberships.invite(owner, { projectID: id, username: invitee.username }, ctx());
-    await expect(h.memberships.reply(invitee, { projectID: id, isAccepted: true })).rejects.toMatchObject({
+    await expect(
+      h.memberships.reply(invitee, { projectID: id, isAccepted: true }, ctx()),
+    ).rejects.toMatchObject({
       code: "ROLE_FORBIDDEN",
     });
-    await h.memberships.reply(invitee, { projectID: id, isAccepted: false });
+    await h.memberships.reply(invitee, { projectID: id, isAccepted: false }, ctx());
     expect(await h.memberships.pendingInvitations(invitee.userId)).toEqual([]);
     const member = h.person();
     await join(member);

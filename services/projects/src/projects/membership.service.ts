@@ -1,4 +1,5 @@
 import type { AppError, Caller, ProjectsRpc, RequestOf } from "@fundraise/protocol";
+import { announce, announceInvitation, audienceOf } from "./announce.ts";
 import { isAccepted, isManager, requireLive, requireWriter } from "./project.access.ts";
 import type { Permission } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
@@ -14,7 +15,7 @@ export interface MembershipService {
   /** Owner or accepted Co-Owner; answers the new invitation's id. */
   invite(caller: Caller, request: PermissionRequest, ctx: OpContext): Promise<string>;
   /** The invitee accepts (membership) or declines (the invitation goes). */
-  reply(caller: Caller, request: PermissionRequest): Promise<void>;
+  reply(caller: Caller, request: PermissionRequest, ctx: OpContext): Promise<void>;
   /**
    * The accepted Owner and Co-Owners as UserDTOs (members and Admin); `mailAddress` only to an Admin and
    * on the caller's own row (behaviour.md §8).
@@ -79,7 +80,9 @@ export function createMembershipService(deps: {
       return projects.transaction(async (t) => {
         // Neither the inviter nor the invitee may be a user whose deletion fenced them.
         await requireLive(t, caller, [invitee.id]);
-        if (!(await t.lockById(request.projectID))) throw ProjectErrors.notFound();
+        const project = await t.lockById(request.projectID);
+        if (!project) throw ProjectErrors.notFound();
+        const before = await audienceOf(t, project);
         // The inviter's right, read again under the project's lock: they may have left or been removed.
         if (!isManager(await t.lockPermission(request.projectID, caller.userId)))
           throw ProjectErrors.notMember("Only the project's Owner or a Co-Owner may invite.");
@@ -91,23 +94,31 @@ export function createMembershipService(deps: {
           isAccepted: false,
         });
         await t.save();
+        await announce(t, project.id, "members", before, ctx);
+        await announceInvitation(t, "created", row, ctx);
         return String(row.id);
       });
     },
 
-    async reply(caller, request) {
+    async reply(caller, request, ctx) {
       if (request.isAccepted === undefined) throw ProjectErrors.invalid("/isAccepted", "is required");
       const accept = request.isAccepted;
       await projects.transaction(async (t) => {
         // A fenced user neither joins nor declines.
         await requireLive(t, caller);
-        const invitation = await t.lockPermission(request.projectID, caller.userId);
-        if (!invitation || invitation.isAccepted) throw ProjectErrors.invitationNotFound();
+        // The project's lock first, as every membership change takes it.
+        const project = await t.lockById(request.projectID);
+        const invitation = project && (await t.lockPermission(project.id, caller.userId));
+        if (!project || !invitation || invitation.isAccepted) throw ProjectErrors.invitationNotFound();
         // Blacklist may decline, not join (behaviour.md §8).
         if (accept) requireWriter(caller);
+        const before = await audienceOf(t, project);
         if (accept) invitation.isAccepted = true;
         else t.remove(invitation);
         await t.save();
+        // Accepting changes nobody's view (an invitation already shows the project); declining may.
+        if (!accept) await announce(t, project.id, "members", before, ctx);
+        await announceInvitation(t, accept ? "accepted" : "withdrawn", invitation, ctx);
       });
     },
 
@@ -147,6 +158,7 @@ export function createMembershipService(deps: {
         await requireLive(t, caller);
         const locked = await t.lockById(project.id);
         if (!locked) throw ProjectErrors.notFound();
+        const before = await audienceOf(t, locked);
         const actor = await t.lockPermission(project.id, caller.userId);
         if (!self && !isManager(actor)) {
           throw ProjectErrors.notMember("Only the project's Owner or a Co-Owner may remove others.");
@@ -159,6 +171,8 @@ export function createMembershipService(deps: {
         if (refusal) throw refusal;
         t.remove(target);
         await t.save();
+        await announce(t, project.id, "members", before, ctx);
+        if (!target.isAccepted) await announceInvitation(t, "withdrawn", target, ctx);
       });
     },
 

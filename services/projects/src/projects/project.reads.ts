@@ -1,4 +1,4 @@
-import type { Caller, ProjectStatus } from "@fundraise/protocol";
+import type { Caller, ProjectStatus, ProjectsRpc, ResponseOf } from "@fundraise/protocol";
 import type { HotReads } from "./hot-reads.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
@@ -20,7 +20,11 @@ export interface ProjectReads {
   listInvited(caller: Caller): Promise<ProjectDtoOut[]>;
   /** The caller's shared lists' name and the table's version, or null (protocol `listTag`). */
   listTag(caller: Caller | null): Promise<string | null>;
+  /** Projects with their members, for the event stream (which applies the visibility rule per subscriber). */
+  views(ids: number[]): Promise<ProjectViewOut[]>;
 }
+
+export type ProjectViewOut = ResponseOf<typeof ProjectsRpc.views>[number];
 
 export const isReviewer = (caller: Caller) => caller.role === "Viewer" || caller.role === "Admin";
 
@@ -81,6 +85,11 @@ export function createProjectReads(deps: { projects: ProjectRepository; hotReads
     async listTag(caller) {
       const shared = sharedListOf(scopeOf(caller));
       return shared === null ? null : `${shared}@${await projects.listVersion()}`;
+    },
+
+    async views(ids) {
+      const [found, members] = await Promise.all([projects.findByIds(ids), projects.memberIdsOf(ids)]);
+      return found.map((p) => ({ project: toProjectDto(p), memberIds: members.get(p.id) ?? [] }));
     },
 
     async listInvited(caller) {

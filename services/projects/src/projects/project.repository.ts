@@ -35,6 +35,10 @@ export interface ProjectRepository {
     work: (tx: ProjectTx) => Promise<void>,
   ): Promise<boolean>;
   findById(id: number): Promise<Project | null>;
+  /** The ones of these projects that exist, by id. */
+  findByIds(ids: number[]): Promise<Project[]>;
+  /** Users with a permission row (accepted or invited) on each of these projects, by user id. */
+  memberIdsOf(projectIds: number[]): Promise<Map<number, number[]>>;
   /** The project table's version: moves in the transaction of every change to a project. */
   listVersion(): Promise<number>;
   findByFileHash(fileHash: string): Promise<Project | null>;
@@ -92,6 +96,19 @@ export function createProjectRepository(em: () => EntityManager): ProjectReposit
         work(createProjectTx({ em: t, sql: executorOf(t) })),
       ),
     findById: (id) => em().findOne(Project, { id }),
+    findByIds: async (ids) =>
+      ids.length === 0 ? [] : em().find(Project, { id: { $in: ids } }, { orderBy: { id: "asc" } }),
+    async memberIdsOf(projectIds) {
+      const members = new Map<number, number[]>();
+      if (projectIds.length === 0) return members;
+      const rows = await em().find(
+        Permission,
+        { projectId: { $in: projectIds } },
+        { fields: ["projectId", "userId"], orderBy: { userId: "asc" } },
+      );
+      for (const r of rows) members.set(r.projectId, [...(members.get(r.projectId) ?? []), r.userId]);
+      return members;
+    },
     async listVersion() {
       const { rows } = await executorOf(em()).query(`select version from ${PROJECTS_SCHEMA}.list_version`);
       return Number(rows[0]?.version ?? 0);

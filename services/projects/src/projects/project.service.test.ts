@@ -100,6 +100,7 @@ describe("Add", () => {
         name: "projects.project.created",
         payload: { projectId: id, fileHash, ownerId: proposer.userId, projectName: name },
       },
+      { name: "projects.project.changed", payload: { projectId: id, change: "created", before: null } },
     ]);
   });
 
@@ -163,7 +164,7 @@ describe("Update and UpdateMarkDown", () => {
     const editor = h.person();
     const invited = h.person();
     await h.memberships.invite(owner, { projectID: id, username: editor.username }, ctx());
-    await h.memberships.reply(editor, { projectID: id, isAccepted: true });
+    await h.memberships.reply(editor, { projectID: id, isAccepted: true }, ctx());
     await h.memberships.invite(owner, { projectID: id, username: invited.username }, ctx());
 
     const rename = (caller: Caller, name: string) =>
@@ -176,7 +177,7 @@ describe("Update and UpdateMarkDown", () => {
       code: "ROLE_FORBIDDEN",
     });
     expect(await rename(editor, "Renamed")).toMatchObject({ projectName: "Renamed", viewerAccepted: true });
-    expect(await h.service.updateMarkdown(editor, id, "# Plan")).toMatchObject({ markDown: "# Plan" });
+    expect(await h.service.updateMarkdown(editor, id, "# Plan", ctx())).toMatchObject({ markDown: "# Plan" });
   });
 
   it("a new file is a new proposal: reviewed again, its status from its own evaluation, the old content removed", async () => {
@@ -222,13 +223,21 @@ describe("Delete", () => {
     const coOwner = h.person();
     const { id, fileHash } = await add(h, owner);
     await h.memberships.invite(owner, { projectID: id, username: coOwner.username, role: "Co-Owner" }, ctx());
-    await h.memberships.reply(coOwner, { projectID: id, isAccepted: true });
+    await h.memberships.reply(coOwner, { projectID: id, isAccepted: true }, ctx());
     await expect(h.service.delete(coOwner, id, ctx())).rejects.toMatchObject({ code: "PROJECT_NOT_MEMBER" });
     await h.service.delete(owner, id, ctx());
-    expect(h.projects.events.at(-1)).toEqual({
-      name: "projects.project.deleted",
-      payload: { projectId: id, fileHash },
-    });
+    expect(h.projects.events.slice(-2)).toEqual([
+      { name: "projects.project.deleted", payload: { projectId: id, fileHash } },
+      {
+        name: "projects.project.changed",
+        // Who saw it until then: a stream tells them it left their view.
+        payload: {
+          projectId: id,
+          change: "deleted",
+          before: { viewerAccepted: false, status: "Pending", memberIds: [owner.userId, coOwner.userId] },
+        },
+      },
+    ]);
     expect(h.content.removed).toEqual([fileHash]);
     expect(h.projects.permissions.size).toBe(0);
 
@@ -249,19 +258,19 @@ describe("Rate", () => {
     const { id, fileHash } = await add(h, h.person());
     await accept(h, id);
     const base = h.person("Base");
-    await expect(h.service.rate(base, id, 4)).rejects.toMatchObject({ code: "PROJECT_NOT_FOUND" });
+    await expect(h.service.rate(base, id, 4, ctx())).rejects.toMatchObject({ code: "PROJECT_NOT_FOUND" });
     const whitelisted = h.person("Whitelist");
-    expect(await h.service.rate(whitelisted, id, 4)).toMatchObject({ rating: 4 });
-    await expect(h.service.rate(h.person("Blacklist"), id, 1)).rejects.toMatchObject({
+    expect(await h.service.rate(whitelisted, id, 4, ctx())).toMatchObject({ rating: 4 });
+    await expect(h.service.rate(h.person("Blacklist"), id, 1, ctx())).rejects.toMatchObject({
       code: "PROJECT_NOT_FOUND",
     });
     await approve(h, fileHash);
-    await expect(h.service.rate(h.person("Blacklist"), id, 1)).rejects.toMatchObject({
+    await expect(h.service.rate(h.person("Blacklist"), id, 1, ctx())).rejects.toMatchObject({
       code: "ROLE_FORBIDDEN",
     });
-    expect(await h.service.rate(base, id, 2)).toMatchObject({ rating: 3 });
-    expect(await h.service.rate(whitelisted, id, 5)).toMatchObject({ rating: 3.5 });
-    await expect(h.service.rate(base, id, 5.5)).rejects.toMatchObject({ code: "VALIDATION_FAILED" });
+    expect(await h.service.rate(base, id, 2, ctx())).toMatchObject({ rating: 3 });
+    expect(await h.service.rate(whitelisted, id, 5, ctx())).toMatchObject({ rating: 3.5 });
+    await expect(h.service.rate(base, id, 5.5, ctx())).rejects.toMatchObject({ code: "VALIDATION_FAILED" });
   });
 });
 

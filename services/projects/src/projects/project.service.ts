@@ -5,6 +5,7 @@ import {
   type ProjectsRpc,
   type RequestOf,
 } from "@fundraise/protocol";
+import { announce, audienceOf } from "./announce.ts";
 import { evaluationFieldsOf } from "./chain-facts.ts";
 import type { HotReads } from "./hot-reads.ts";
 import { isAccepted, requireLive, requireWriter } from "./project.access.ts";
@@ -34,10 +35,10 @@ export interface ProjectService extends ProjectReads {
   add(caller: Caller, write: ProjectWrite, ctx: OpContext): Promise<ProjectDtoOut>;
   update(caller: Caller, write: ProjectWrite, ctx: OpContext): Promise<ProjectDtoOut>;
   delete(caller: Caller, id: number, ctx: OpContext): Promise<void>;
-  rate(caller: Caller, id: number, rating: number): Promise<ProjectDtoOut>;
+  rate(caller: Caller, id: number, rating: number, ctx: OpContext): Promise<ProjectDtoOut>;
   /** true: accepted by the caller; false: the proposal is removed with its content (answers null). */
   viewerReply(caller: Caller, id: number, reply: boolean, ctx: OpContext): Promise<ProjectDtoOut | null>;
-  updateMarkdown(caller: Caller, id: number, markdown: string): Promise<ProjectDtoOut>;
+  updateMarkdown(caller: Caller, id: number, markdown: string, ctx: OpContext): Promise<ProjectDtoOut>;
 }
 
 /** The content with its whitepaper, or null: a body that brought an image alone. */
@@ -83,9 +84,11 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
   /** Deletes the project (its permissions and ratings with it) and announces it; answers its fileHash. */
   async function removeProject(t: ProjectTx, project: Project, ctx: OpContext): Promise<string> {
     const { id: projectId, fileHash } = project;
+    const before = await audienceOf(t, project);
     t.remove(project);
     await t.save();
     await t.emit(ProjectsEvents.deleted, { projectId, fileHash }, ctx);
+    await announce(t, projectId, "deleted", before, ctx);
     return fileHash;
   }
 
@@ -142,6 +145,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
             { projectId: project.id, fileHash: project.fileHash, ownerId: caller.userId, projectName: name },
             ctx,
           );
+          await announce(t, project.id, "created", null, ctx);
           return toProjectDto(project);
         });
       } catch (error) {
@@ -173,6 +177,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
           await requireLive(t, caller);
           const locked = await t.lockById(id);
           if (!locked) throw ProjectErrors.notFound();
+          const before = await audienceOf(t, locked);
           if (await t.nameTaken(name, id)) throw ProjectErrors.nameTaken();
           locked.name = name;
           if (description !== null) locked.description = description;
@@ -195,6 +200,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
             locked.viewerAcceptedAddress = null;
           }
           await t.save();
+          await announce(t, id, "updated", before, ctx);
           return { dto: toProjectDto(locked), replaced };
         });
         if (replaced) await discard(replaced, `project:${id}:replaced`, ctx);
@@ -223,7 +229,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       await discard(fileHash, `project:${id}:deleted`, ctx);
     },
 
-    async rate(caller, id, rating) {
+    async rate(caller, id, rating, ctx) {
       const value = parseRating(rating);
       const baseRefusal = () => ProjectErrors.roleForbidden("Base users may rate Approved projects only.");
       const { project } = await findVisible(projects, caller, id);
@@ -235,9 +241,11 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
         const locked = await t.lockById(id);
         if (!locked) throw ProjectErrors.notFound();
         if (caller.role === "Base" && locked.status !== "Approved") throw baseRefusal();
+        const before = await audienceOf(t, locked);
         await t.upsertRating(id, caller.userId, value);
         locked.rating = await t.meanRating(id);
         await t.save();
+        await announce(t, id, "rated", before, ctx);
         return toProjectDto(locked);
       });
     },
@@ -253,9 +261,11 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
         if (await t.lockPermission(id, caller.userId)) throw ProjectErrors.selfReview();
         if (project.viewerAccepted) throw ProjectErrors.alreadyReviewed();
         if (reply) {
+          const before = await audienceOf(t, project);
           project.viewerAccepted = true;
           project.viewerAcceptedAddress = caller.address;
           await t.save();
+          await announce(t, id, "viewer-accepted", before, ctx);
           return { dto: toProjectDto(project), removed: null };
         }
         if (project.isAuctionCreated)
@@ -266,15 +276,17 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       return outcome.dto;
     },
 
-    async updateMarkdown(caller, id, markdownInput) {
+    async updateMarkdown(caller, id, markdownInput, ctx) {
       const markdown = parseMarkdown(markdownInput);
       await requireMember(caller, id);
       return projects.transaction(async (t) => {
         await requireLive(t, caller);
         const project = await t.lockById(id);
         if (!project) throw ProjectErrors.notFound();
+        const before = await audienceOf(t, project);
         project.markdown = markdown;
         await t.save();
+        await announce(t, id, "updated", before, ctx);
         return toProjectDto(project);
       });
     },

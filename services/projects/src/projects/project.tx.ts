@@ -55,6 +55,8 @@ export interface ProjectTx {
   nameTaken(name: string, exceptId?: number): Promise<boolean>;
   fileHashTaken(fileHash: string, exceptId?: number): Promise<boolean>;
   lockPermission(projectId: number, userId: number): Promise<Permission | null>;
+  /** Users with a permission row on the project (accepted or invited), by id. */
+  memberIds(projectId: number): Promise<number[]>;
   createProject(row: NewProjectRow): Project;
   createPermission(row: Pick<Permission, "projectId" | "userId" | "role" | "isAccepted">): Permission;
   remove(entity: Project | Permission): void;
@@ -154,6 +156,13 @@ export function createProjectTx({ em: t, sql: executor }: Tx): ProjectTx {
       (await t.count(Project, { fileHash, ...(exceptId ? { id: { $ne: exceptId } } : {}) })) > 0,
     lockPermission: (projectId, userId) =>
       t.findOne(Permission, { projectId, userId }, { lockMode: LockMode.PESSIMISTIC_WRITE }),
+    async memberIds(projectId) {
+      const { rows } = await executor.query(
+        `select user_id from ${PROJECTS_SCHEMA}.permission where project_id = $1 order by user_id`,
+        [projectId],
+      );
+      return rows.map((r) => Number(r.user_id));
+    },
     createProject: (row) => t.create(Project, row),
     createPermission: (row) => t.create(Permission, row),
     remove: (entity) => void t.remove(entity),

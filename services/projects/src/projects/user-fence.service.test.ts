@@ -14,10 +14,10 @@ describe("a user's deletion", () => {
     const member = h.person();
     const { projectID: id } = await h.service.add(owner, projectWrite("Kept", { file: "kept" }), ctx());
     await h.memberships.invite(owner, { projectID: id, username: member.username }, ctx());
-    await h.memberships.reply(member, { projectID: id, isAccepted: true });
+    await h.memberships.reply(member, { projectID: id, isAccepted: true }, ctx());
     await expect(h.fences.fence(owner.userId, ctx())).rejects.toMatchObject({ code: "USER_OWNS_PROJECT" });
     await h.fences.fence(member.userId, ctx());
-    await expect(h.service.updateMarkdown(member, id, "late")).rejects.toMatchObject({
+    await expect(h.service.updateMarkdown(member, id, "late", ctx())).rejects.toMatchObject({
       code: "TOKEN_REVOKED",
     });
     await expect(
@@ -25,7 +25,7 @@ describe("a user's deletion", () => {
     ).rejects.toMatchObject({ code: "USER_NOT_FOUND" });
     // The deletion did not commit: the fence is lifted and the member writes again.
     await h.fences.unfence(member.userId, ctx());
-    expect(await h.service.updateMarkdown(member, id, "back")).toMatchObject({ markDown: "back" });
+    expect(await h.service.updateMarkdown(member, id, "back", ctx())).toMatchObject({ markDown: "back" });
   });
 
   it("once confirmed, removes the user's memberships, invitations and ratings; the ratings left are the mean", async () => {
@@ -40,8 +40,8 @@ describe("a user's deletion", () => {
     await h.chain.applyEvaluation(evaluated(fileHash, true), ctx());
     const [leaving, staying] = [h.person(), h.person()];
     await h.memberships.invite(owner, { projectID: id, username: leaving.username }, ctx());
-    await h.service.rate(leaving, id, 1);
-    await h.service.rate(staying, id, 5);
+    await h.service.rate(leaving, id, 1, ctx());
+    await h.service.rate(staying, id, 5, ctx());
     expect((await h.service.get(null, id)).rating).toBe(3);
     await h.fences.removeUser(leaving.userId, ctx());
     expect((await h.service.get(null, id)).rating).toBe(5);

@@ -1,3 +1,4 @@
+import { announce, audienceOf } from "./announce.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import type { OpContext, UserDirectory } from "./project.ports.ts";
 import type { ProjectRepository } from "./project.repository.ts";
@@ -55,7 +56,9 @@ export function createUserFenceService(deps: {
       for (const projectId of ratedProjectIds) {
         const project = await t.lockById(projectId);
         if (!project) continue;
+        const before = await audienceOf(t, project);
         project.rating = await t.meanRating(projectId);
+        await announce(t, projectId, "rated", before, ctx);
       }
       await t.save();
     });

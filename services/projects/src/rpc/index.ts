@@ -21,7 +21,7 @@ export async function serveProjectsRpc(
     await p.delete(caller, id, ctx);
     return null;
   });
-  await bus.serve(ProjectsRpc.rate, ({ caller, id, rating }) => p.rate(caller, id, rating));
+  await bus.serve(ProjectsRpc.rate, ({ caller, id, rating }, ctx) => p.rate(caller, id, rating, ctx));
   await bus.serve(ProjectsRpc.byStatus, ({ caller, status }) => p.byStatus(caller, status));
   await bus.serve(ProjectsRpc.top, ({ caller, count }) => p.top(caller, count));
   await bus.serve(ProjectsRpc.hashes, ({ caller, onlyAuctionsStarted }) =>
@@ -31,18 +31,19 @@ export async function serveProjectsRpc(
   await bus.serve(ProjectsRpc.viewerReply, ({ caller, id, reply }, ctx) =>
     p.viewerReply(caller, id, reply, ctx),
   );
-  await bus.serve(ProjectsRpc.updateMarkdown, ({ caller, id, markDown }) =>
-    p.updateMarkdown(caller, id, markDown),
+  await bus.serve(ProjectsRpc.updateMarkdown, ({ caller, id, markDown }, ctx) =>
+    p.updateMarkdown(caller, id, markDown, ctx),
   );
   await bus.serve(ProjectsRpc.listPermissioned, ({ caller }) => p.listPermissioned(caller));
   await bus.serve(ProjectsRpc.listTag, ({ caller }) => p.listTag(caller));
+  await bus.serve(ProjectsRpc.views, ({ projectIds }) => p.views(projectIds));
   await bus.serve(ProjectsRpc.listInvited, ({ caller }) => p.listInvited(caller));
   await bus.serve(ProjectsRpc.syncStatus, ({ caller, id }, ctx) => chain.syncStatus(caller, id, ctx));
   await bus.serve(ProjectsRpc.syncAuction, ({ caller, id }, ctx) => chain.syncAuction(caller, id, ctx));
   // Memberships (the /user/* membership routes).
   await bus.serve(ProjectsRpc.invite, ({ caller, request }, ctx) => m.invite(caller, request, ctx));
-  await bus.serve(ProjectsRpc.reply, async ({ caller, request }) => {
-    await m.reply(caller, request);
+  await bus.serve(ProjectsRpc.reply, async ({ caller, request }, ctx) => {
+    await m.reply(caller, request, ctx);
     return null;
   });
   await bus.serve(ProjectsRpc.coOwners, ({ caller, projectID }, ctx) => m.coOwners(caller, projectID, ctx));

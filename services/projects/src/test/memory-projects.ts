@@ -114,6 +114,11 @@ export function createMemoryProjects(): MemoryProjects {
       nameTaken: async (name, exceptId) => nameTaken(s, name, exceptId),
       fileHashTaken: async (fileHash, exceptId) => fileHashTaken(s, fileHash, exceptId),
       lockPermission: async (projectId, userId) => permission(s, projectId, userId),
+      memberIds: async (projectId) =>
+        [...s.permissions.values()]
+          .filter((p) => p.projectId === projectId)
+          .map((p) => p.userId)
+          .sort((a, b) => a - b),
       createProject(row) {
         const now = new Date();
         const project = {
@@ -216,6 +221,15 @@ export function createMemoryProjects(): MemoryProjects {
         return true;
       }),
     findById: async (id) => state().projects.get(id) ?? null,
+    findByIds: async (ids) => projectsOf(state()).filter((p) => ids.includes(p.id)),
+    async memberIdsOf(projectIds) {
+      const members = new Map<number, number[]>();
+      for (const p of byId(permissionsOf(state())).sort((a, b) => a.userId - b.userId)) {
+        if (projectIds.includes(p.projectId))
+          members.set(p.projectId, [...(members.get(p.projectId) ?? []), p.userId]);
+      }
+      return members;
+    },
     listVersion: async () => state().version,
     findByFileHash: async (fileHash) => projectsOf(state()).find((p) => p.fileHash === fileHash) ?? null,
     nameTaken: async (name, exceptId) => nameTaken(state(), name, exceptId),

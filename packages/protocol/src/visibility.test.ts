@@ -1,5 +1,5 @@
-import type { Caller, UserRole } from "@fundraise/protocol";
 import { describe, expect, it } from "vitest";
+import type { Caller, UserRole } from "./common.ts";
 import { inScope, scopeOf, sharedListOf, visibleTo } from "./visibility.ts";
 
 const caller = (role: UserRole): Caller => ({
@@ -14,7 +14,6 @@ const states = [
   { viewerAccepted: true, status: "Approved" },
   { viewerAccepted: false, status: "Approved" },
 ];
-const member = { isAccepted: false };
 
 describe("visibility (behaviour.md §4)", () => {
   it.each([
@@ -24,19 +23,19 @@ describe("visibility (behaviour.md §4)", () => {
     ["Base", [false, false, true, false]],
     ["Blacklist", [false, false, true, false]],
   ] as const)("%s", (role, expected) => {
-    expect(states.map((s) => visibleTo(caller(role), s, null))).toEqual(expected);
+    expect(states.map((s) => visibleTo(caller(role), s, false))).toEqual(expected);
     // A member (an invitation is enough) sees the project whatever its state.
-    expect(states.map((s) => visibleTo(caller(role), s, member))).toEqual([true, true, true, true]);
+    expect(states.map((s) => visibleTo(caller(role), s, true))).toEqual([true, true, true, true]);
   });
 
   it("anonymous sees viewer-accepted Approved projects only", () => {
-    expect(states.map((s) => visibleTo(null, s, null))).toEqual([false, false, true, false]);
+    expect(states.map((s) => visibleTo(null, s, false))).toEqual([false, false, true, false]);
   });
 
   it("a scope, as lists and the cache read it: the same rule", () => {
     for (const who of [null, caller("Base"), caller("Whitelist"), caller("Admin")]) {
       const scope = scopeOf(who);
-      for (const s of states) expect(inScope(scope, s, false)).toBe(visibleTo(who, s, null));
+      for (const s of states) expect(inScope(scope, s, false)).toBe(visibleTo(who, s, false));
     }
   });
 
