@@ -3,11 +3,14 @@ import rateLimit from "@fastify/rate-limit";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { Bus } from "@fundraise/bus";
 import type { Ipfs } from "@fundraise/ipfs";
-import { AuthRpc, ErrorCode, errors } from "@fundraise/protocol";
+import { AuthRpc, ErrorCode, errors, ProjectsRpc } from "@fundraise/protocol";
 import type { Logger } from "@fundraise/service-kit";
 import Fastify, { type FastifyReply, type FastifyRequest, LogController } from "fastify";
 import type { Redis } from "ioredis";
 import type { GatewayConfig } from "./config.ts";
+import { createLiveHub, type LiveHub } from "./live/hub.ts";
+import type { LiveLog } from "./live/log.ts";
+import { createTickets } from "./live/tickets.ts";
 import { createTokenVerifier, registerAuth, type TokenVerifier } from "./plugins/auth.ts";
 import { registerCors } from "./plugins/cors.ts";
 import {
@@ -28,6 +31,7 @@ import { createRedisSessionStore } from "./plugins/sessions.ts";
 import { registerWireFormat } from "./plugins/wire.ts";
 import { registerAuthRoutes } from "./routes/auth.ts";
 import { registerEventDebugRoutes } from "./routes/event-debug.ts";
+import { registerEventRoutes } from "./routes/events.ts";
 import { createReadinessCheck, registerHealthRoutes } from "./routes/health.ts";
 import { registerProjectRoutes } from "./routes/projects.ts";
 import { registerUserRoutes } from "./routes/users.ts";
@@ -44,7 +48,12 @@ export interface GatewayDeps {
   ipfs: Ipfs;
   /** Where request timings go; main.ts serves them on the internal port. A fresh registry when unset. */
   metrics?: GatewayMetrics;
+  /** The log of events `GET /events` streams (live/amqp-log.ts; tests bring one in memory). */
+  liveLog: LiveLog;
 }
+
+/** The gateway's app and the hub of its event streams (started before listening, ended on close). */
+export type Gateway = Server & { live: LiveHub };
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
@@ -59,7 +68,7 @@ class RequestLog extends LogController {
 }
 
 /** The gateway as an app: tests build it and `inject`; main.ts listens. */
-export async function buildGateway(deps: GatewayDeps): Promise<Server> {
+export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   const { config, bus, redis } = deps;
   const app = Fastify({
     loggerInstance: deps.log,
@@ -108,20 +117,20 @@ export async function buildGateway(deps: GatewayDeps): Promise<Server> {
   registerWireFormat(app);
   // After it: body numbers are checked under the keys' schema spelling, whatever the client's casing.
   registerPlainNumbers(app);
-  registerAuth(
-    app,
+  const sessions = createRedisSessionStore({
+    redis,
+    prefix: config.redis.prefix,
+    rebuild: (userId) => bus.call(AuthRpc.rebuildSession, { userId }),
+  });
+  const verifier =
     deps.verifier ??
-      createTokenVerifier({
-        getJwks: () => bus.call(AuthRpc.jwks, {}),
-        issuer: config.jwt.issuer,
-        audience: config.jwt.audience,
-        sessions: createRedisSessionStore({
-          redis,
-          prefix: config.redis.prefix,
-          rebuild: (userId) => bus.call(AuthRpc.rebuildSession, { userId }),
-        }),
-      }),
-  );
+    createTokenVerifier({
+      getJwks: () => bus.call(AuthRpc.jwks, {}),
+      issuer: config.jwt.issuer,
+      audience: config.jwt.audience,
+      sessions,
+    });
+  registerAuth(app, verifier);
 
   registerHealthRoutes(app, createReadinessCheck({ bus, redis }));
   registerAuthRoutes(app, bus, {
@@ -136,5 +145,21 @@ export async function buildGateway(deps: GatewayDeps): Promise<Server> {
     limits: config.limits,
   });
   registerEventDebugRoutes(app, bus);
-  return app;
+
+  const live = createLiveHub({
+    log: deps.liveLog,
+    views: (projectIds) => bus.call(ProjectsRpc.views, { projectIds }),
+    sessions,
+    logger: deps.log.child({ component: "live" }),
+  });
+  await registerEventRoutes(app, { hub: live, verifier, tickets: createTickets(redis, config.redis.prefix) });
+  // Streams end first on close (SIGTERM): their clients reconnect to another replica meanwhile.
+  app.addHook("preClose", (done) => {
+    live.closeAll();
+    done();
+  });
+  app.addHook("onClose", async () => {
+    await deps.liveLog.close();
+  });
+  return Object.assign(app, { live });
 }

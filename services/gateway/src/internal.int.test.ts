@@ -12,6 +12,7 @@ import { createMetrics } from "./plugins/metrics.ts";
 import { createReadinessCheck } from "./routes/health.ts";
 import type { Server } from "./server.ts";
 import { createTestSigner, REDIS_URL } from "./test/harness.ts";
+import { createMemoryLiveLog } from "./test/live-log.ts";
 
 // Metrics and readiness details live on the internal port (main.ts), fed by the public app.
 const redis = new Redis(REDIS_URL, { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
@@ -23,7 +24,8 @@ async function system(bus: Bus) {
   const signer = await createTestSigner();
   // Neither uploads nor withHex are asked here: a client of a node that is not there.
   const ipfs = createKuboIpfs({ url: "http://127.0.0.1:9", timeoutMs: 100, readTimeoutMs: 100 });
-  const app = await buildGateway({ config, bus, redis, log: silentLogger(), metrics, ipfs });
+  const liveLog = createMemoryLiveLog();
+  const app = await buildGateway({ config, bus, redis, log: silentLogger(), metrics, ipfs, liveLog });
   const internal = await buildInternalApp({
     metrics,
     readiness: createReadinessCheck({ bus, redis }),

@@ -5,6 +5,7 @@ import { Redis } from "ioredis";
 import { buildGateway } from "./app.ts";
 import type { GatewayConfig } from "./config.ts";
 import { buildInternalApp } from "./internal.ts";
+import { createAmqpLiveLog } from "./live/amqp-log.ts";
 import { createMetrics } from "./plugins/metrics.ts";
 import { createReadinessCheck } from "./routes/health.ts";
 
@@ -36,7 +37,9 @@ export async function startGateway(deps: AppDeps<GatewayConfig>): Promise<Servic
   const ipfs = createKuboIpfs(config.ipfs);
   await checkNode(ipfs, log);
   const metrics = createMetrics();
-  const app = await buildGateway({ config, bus, redis, log, metrics, ipfs });
+  const liveLog = createAmqpLiveLog({ url: config.amqp.url, log });
+  const app = await buildGateway({ config, bus, redis, log, metrics, ipfs, liveLog });
+  await app.live.start();
 
   // Metrics and detailed readiness on their own port, never the public one. Not worth an outage: a
   // port that cannot be bound is logged and the API runs without it.

@@ -33,8 +33,30 @@ export interface SessionStore {
   get(userId: number): Promise<SessionState>;
 }
 
+/** A verified token: its caller as the session now has it, and what a long-lived stream re-checks. */
+export interface VerifiedToken {
+  caller: Caller;
+  /** The account version the token was issued at (its `sv` claim; 0 without one). */
+  tokenVersion: number;
+  /** Epoch ms of its expiry. */
+  expiresAt: number;
+}
+
 export interface TokenVerifier {
   verify(token: string): Promise<Caller>;
+  inspect(token: string): Promise<VerifiedToken>;
+}
+
+/** Why a session refuses a token, as the 401 a request gets; null when it still speaks for the account. */
+export function sessionError(session: SessionState, tokenVersion: number) {
+  const refusal = sessionRefusal(session, tokenVersion);
+  if (refusal === "deleted") {
+    return errors.unauthenticated(ErrorCode.TOKEN_REVOKED, "This account no longer exists.");
+  }
+  if (refusal === "revoked") {
+    return errors.unauthenticated(ErrorCode.TOKEN_REVOKED, "This token is no longer valid; sign in again.");
+  }
+  return null;
 }
 
 const ALGORITHMS = ["ES256", "EdDSA"];
@@ -79,45 +101,41 @@ export function createTokenVerifier(deps: {
     return payload;
   };
 
+  async function inspect(token: string): Promise<VerifiedToken> {
+    await refresh(false);
+    let payload: Awaited<ReturnType<typeof verifyOnce>>;
+    try {
+      payload = await verifyOnce(token);
+    } catch (error) {
+      if (!(error instanceof joseErrors.JWKSNoMatchingKey)) throw invalidToken(error);
+      await refresh(true);
+      payload = await verifyOnce(token).catch((e: unknown) => {
+        throw invalidToken(e);
+      });
+    }
+    const caller = {
+      userId: Number(payload.sub),
+      username: payload.unique_name,
+      address: payload.address,
+      role: payload.role,
+    };
+    if (!validatorOf(CallerSchema).check(caller)) {
+      throw errors.unauthenticated(ErrorCode.TOKEN_INVALID, "The token's claims are incomplete.");
+    }
+    // The account's state now, not the token's: a deletion or an admin's change made after the token
+    // was issued (at a higher account version) refuses it.
+    const session = await deps.sessions.get(caller.userId);
+    const sv = payload[SESSION_VERSION_CLAIM];
+    const tokenVersion = typeof sv === "number" ? sv : 0;
+    const refused = sessionError(session, tokenVersion);
+    if (refused) throw refused;
+    if (session.role && USER_ROLES.includes(session.role)) caller.role = session.role;
+    return { caller, tokenVersion, expiresAt: (payload.exp ?? 0) * 1000 };
+  }
+
   return {
-    async verify(token) {
-      await refresh(false);
-      let payload: Awaited<ReturnType<typeof verifyOnce>>;
-      try {
-        payload = await verifyOnce(token);
-      } catch (error) {
-        if (!(error instanceof joseErrors.JWKSNoMatchingKey)) throw invalidToken(error);
-        await refresh(true);
-        payload = await verifyOnce(token).catch((e: unknown) => {
-          throw invalidToken(e);
-        });
-      }
-      const caller = {
-        userId: Number(payload.sub),
-        username: payload.unique_name,
-        address: payload.address,
-        role: payload.role,
-      };
-      if (!validatorOf(CallerSchema).check(caller)) {
-        throw errors.unauthenticated(ErrorCode.TOKEN_INVALID, "The token's claims are incomplete.");
-      }
-      // The account's state now, not the token's: a deletion or an admin's change made after the token
-      // was issued (at a higher account version) refuses it.
-      const session = await deps.sessions.get(caller.userId);
-      const sv = payload[SESSION_VERSION_CLAIM];
-      const refusal = sessionRefusal(session, typeof sv === "number" ? sv : 0);
-      if (refusal === "deleted") {
-        throw errors.unauthenticated(ErrorCode.TOKEN_REVOKED, "This account no longer exists.");
-      }
-      if (refusal === "revoked") {
-        throw errors.unauthenticated(
-          ErrorCode.TOKEN_REVOKED,
-          "This token is no longer valid; sign in again.",
-        );
-      }
-      if (session.role && USER_ROLES.includes(session.role)) caller.role = session.role;
-      return caller;
-    },
+    inspect,
+    verify: async (token) => (await inspect(token)).caller,
   };
 }
 

@@ -8,10 +8,10 @@ import { silentLogger } from "@fundraise/service-kit/testing";
 
 import { Redis } from "ioredis";
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
-import { buildGateway } from "../app.ts";
+import { buildGateway, type Gateway } from "../app.ts";
 import { loadConfig } from "../config.ts";
-import type { Server } from "../server.ts";
 import { startTestIpfs, type TestIpfs } from "./ipfs.ts";
+import { createMemoryLiveLog, type MemoryLiveLog } from "./live-log.ts";
 
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -48,7 +48,9 @@ export async function createTestSigner() {
 }
 
 export interface Harness {
-  app: Server;
+  app: Gateway;
+  /** What `GET /events` streams: tests append events as the bus would publish them. */
+  liveLog: MemoryLiveLog;
   bus: ReturnType<typeof createInMemoryBus>;
   /** The IPFS node uploads go to, and what the gateway added to it (test/ipfs.ts). */
   ipfs: TestIpfs;
@@ -83,16 +85,20 @@ export async function createHarness(
     deleted: false,
   }));
   const ipfs = await startTestIpfs();
+  const liveLog = createMemoryLiveLog();
   const app = await buildGateway({
     config,
     bus: bus ?? memoryBus,
     redis,
     log: options.log ?? silentLogger(),
     ipfs: options.ipfs ?? ipfs.ipfs,
+    liveLog,
   });
   await app.ready();
+  await app.live.start();
   return {
     app,
+    liveLog,
     bus: memoryBus,
     ipfs,
     redis,
