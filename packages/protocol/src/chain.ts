@@ -1,4 +1,4 @@
-import Type from "typebox";
+import Type, { type Static } from "typebox";
 import { Address, AuctionStatus, Bytes32Hex, Nullable, UserRole } from "./common.ts";
 import { defineEvent, defineRpc } from "./message.ts";
 
@@ -167,3 +167,16 @@ export const ChainEvents = {
     Type.Object({ origin: ChainOrigin, retracted: Type.String({ description: "routing key of the fact" }) }),
   ),
 } as const;
+
+/**
+ * Where the active indexer keeps how far it is, for live clients: a JSON string `ChainProgress`, written at
+ * most once a second and only when a figure changed (no expiry: an idle chain changes nothing; `at` dates it).
+ */
+export const chainProgressKey = (prefix: string) => `${prefix}chain:progress`;
+
+export const ChainProgress = Type.Object({
+  indexedBlock: Type.Integer({ description: "last block whose logs are indexed" }),
+  headBlock: Type.Integer({ description: "chain head last seen" }),
+  at: Type.Integer({ description: "when it was written, epoch ms" }),
+});
+export type ChainProgress = Static<typeof ChainProgress>;
