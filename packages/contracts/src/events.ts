@@ -4,6 +4,7 @@ import { EventFragment } from "ethers";
 export type ChainEventSource = "registry" | "factory" | "auction";
 
 export type ChainEventSpec = {
+  /** The Solidity name (an overload shares it: the key in `chainEvents` and `signature` tell them apart). */
   name: string;
   source: ChainEventSource;
   /** Solidity declaration with indexed flags and argument names (usable as an ethers fragment). */
@@ -27,7 +28,9 @@ function spec(source: ChainEventSource, declaration: string): ChainEventSpec {
 
 /**
  * Every event the indexer follows. A test checks each declaration against the generated ABIs, so these
- * strings cannot drift from the contracts.
+ * strings cannot drift from the contracts. Keys are the Solidity names but for the overload
+ * `DutchBidSubmission`, the Dutch form of `BidSubmission` (another topic 0; in ethers, name either form by
+ * its `signature`: a bare `getEvent("BidSubmission")` is ambiguous).
  */
 export const chainEvents = {
   Register: spec("registry", "event Register(address indexed from, bytes32 projectHash)"),
@@ -60,6 +63,15 @@ export const chainEvents = {
   AuctionFinished: spec("auction", "event AuctionFinished(uint256 end, uint256 finalPrice)"),
   AuctionPaused: spec("auction", "event AuctionPaused(uint256 pauseDuration)"),
   BidSubmission: spec("auction", "event BidSubmission(address indexed sender, uint256 amount)"),
+  DutchBidSubmission: spec(
+    "auction",
+    "event BidSubmission(address indexed sender, uint256 amount, uint256 price)",
+  ),
+  Claimed: spec(
+    "auction",
+    "event Claimed(address indexed bidder, uint256 tokenAmount, uint256 refundAmount)",
+  ),
+  ClaimTokens: spec("auction", "event ClaimTokens(uint256 round, uint256 amount)"),
   VariableChange: spec("auction", "event VariableChange(string variable, uint256 value)"),
 } as const satisfies Record<string, ChainEventSpec>;
 
@@ -87,6 +99,9 @@ export const AUCTION_EVENTS = [
   "AuctionFinished",
   "AuctionPaused",
   "BidSubmission",
+  "DutchBidSubmission",
+  "Claimed",
+  "ClaimTokens",
   "VariableChange",
 ] as const satisfies readonly ChainEventName[];
 
@@ -96,6 +111,11 @@ export const AUCTION_PROGRESS_EVENT = "VariableChange" satisfies ChainEventName;
 /** Topic 0 → event spec, for routing raw logs. */
 export const eventByTopic: ReadonlyMap<string, ChainEventSpec> = new Map(
   Object.values(chainEvents).map((e) => [e.topic, e]),
+);
+
+/** Topic 0 → key in `chainEvents` (what tells the two `BidSubmission` forms apart). */
+export const eventNameByTopic: ReadonlyMap<string, ChainEventName> = new Map(
+  (Object.keys(chainEvents) as ChainEventName[]).map((name) => [chainEvents[name].topic, name]),
 );
 
 /** Topics of one source's events, for an `eth_getLogs` topic-0 filter. */

@@ -38,6 +38,7 @@ export {
   type ChainEventSpec,
   chainEvents,
   eventByTopic,
+  eventNameByTopic,
   FACTORY_EVENTS,
   REGISTRY_EVENTS,
   topicsOf,

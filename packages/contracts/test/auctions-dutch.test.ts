@@ -22,6 +22,10 @@ import {
 const chain = useChain();
 const [b1, b2, b3] = roles.bidders;
 
+/** The two forms of BidSubmission: a Dutch type emits only the first, with the price of its block. */
+const DUTCH_BID = "BidSubmission(address,uint256,uint256)";
+const PLAIN_BID = "BidSubmission(address,uint256)";
+
 /** Price 10 -> 2 coins per token over 1,000 running seconds: it falls 0.008 coin per second. */
 const dutch = { supply: 100n * E18, rate: 10n * E18, finalRate: 2n * E18 };
 
@@ -35,6 +39,9 @@ describe("DutchAuction", () => {
     // +250 s: 10 - 8 * 250 / 1000 = 8 coins per token; 80 coins buy 10 tokens.
     const first = await bid(c, auction, b1, 80n * E18, { at: t0 + 250 });
     expect([...eventIn(first, "TokenBought")]).toEqual([addr(c, b1), 80n * E18, 10n * E18]);
+    // The spec's Dutch form of BidSubmission (charge and price), instead of the two-argument form.
+    expect([...eventIn(first, DUTCH_BID, address)]).toEqual([addr(c, b1), 80n * E18, 8n * E18]);
+    expect(eventsIn(first).filter((e) => e.signature === PLAIN_BID)).toEqual([]);
     expect(
       eventsIn(first).filter((e) => e.name === "VariableChange" && e.args.variable === "currentRate")[0]?.args
         .value,
@@ -49,6 +56,7 @@ describe("DutchAuction", () => {
       9999999999999999997n,
       1363140676117775354n,
     ]);
+    expect([...eventIn(second, DUTCH_BID)]).toEqual([addr(c, b2), 9999999999999999997n, 7_336n * 10n ** 15n]);
 
     // Paused at +500 (price 6) for 300 s: the price holds until the auction runs again.
     await setNextBlockTimestamp(c.provider, t0 + 500);
@@ -96,6 +104,8 @@ describe("StrictDutchAuction", () => {
     // +250 s: supply 100 * 750 / 1000 = 75 tokens, price 8; 400 coins buy 50 tokens.
     const first = await bid(c, auction, b1, 400n * E18, { at: t0 + 250 });
     expect([...eventIn(first, "TokenBought")]).toEqual([addr(c, b1), 400n * E18, 50n * E18]);
+    expect([...eventIn(first, DUTCH_BID, address)]).toEqual([addr(c, b1), 400n * E18, 8n * E18]);
+    expect(eventsIn(first).filter((e) => e.signature === PLAIN_BID)).toEqual([]);
     const supplyChange = eventsIn(first).find(
       (e) => e.name === "VariableChange" && e.args.variable === "numberOfTokensToBeDistributed",
     );

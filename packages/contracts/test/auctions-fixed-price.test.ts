@@ -39,7 +39,9 @@ describe("UncappedAuction", () => {
     const first = await bid(c, auction, b1, 10n * E18);
     // 10 coins / 2.5 per token = 4 tokens, costing exactly 10 coins.
     expect([...eventIn(first, "TokenBought")]).toEqual([addr(c, b1), 10n * E18, 4n * E18]);
-    expect([...eventIn(first, "BidSubmission")]).toEqual([addr(c, b1), 10n * E18]);
+    // The spec's plain form of BidSubmission: a non-Dutch type never emits the form with a price.
+    expect([...eventIn(first, "BidSubmission(address,uint256)", address)]).toEqual([addr(c, b1), 10n * E18]);
+    expect(namesIn(first).filter((n) => n === "BidSubmission")).toHaveLength(1);
     expect(await token.balanceOf(addr(c, b1))).toBe(4n * E18);
     expect((await c.bidCoin.balanceOf(wallet)) - walletBefore).toBe(10n * E18);
 
@@ -150,9 +152,12 @@ describe("OBFCFSAuction", () => {
     const last = await bid(c, auction, b2, 300n * E18);
     expect([...eventIn(last, "TokenBought")]).toEqual([addr(c, b2), 160n * E18, 80n * E18]);
     expect(namesIn(last, address)).toContain("AuctionFinished");
+    expect([...eventIn(last, "BidSubmission(address,uint256)")]).toEqual([addr(c, b2), 160n * E18]);
 
     const claim = await send(withRunner(auction, signer(c, b1)).withDraw());
+    expect(namesIn(claim, address)).toEqual(["Claimed", "ClaimTokens"]);
     expect([...eventIn(claim, "Claimed")]).toEqual([addr(c, b1), 20n * E18, 0n]);
+    expect([...eventIn(claim, "ClaimTokens")]).toEqual([0n, 20n * E18]); // round 0, tokens
     expect(await token.balanceOf(addr(c, b1))).toBe(20n * E18);
     await expectRevert(withRunner(auction, signer(c, b1)).withDraw(), "NothingToClaim", [addr(c, b1)]);
     await send(withRunner(auction, signer(c, b2)).withDraw());

@@ -21,6 +21,8 @@ import {
 const chain = useChain();
 const [b1, b2, b3, b4] = roles.bidders;
 
+const DUTCH_BID = "BidSubmission(address,uint256,uint256)";
+
 function progress(receipt: Parameters<typeof eventsIn>[0], variable: string): bigint | undefined {
   const found = eventsIn(receipt).filter((e) => e.name === "VariableChange" && e.args.variable === variable);
   return found.at(-1)?.args.value as bigint | undefined;
@@ -38,6 +40,7 @@ describe("PseudoCappedAuction", () => {
 
     const first = await bid(c, auction, b1, 30n * E18);
     expect(progress(first, "currentRate")).toBe(333333333333333333n); // 30 / 90 tokens, rounded down
+    expect([...eventIn(first, "BidSubmission(address,uint256)", address)]).toEqual([addr(c, b1), 30n * E18]);
     await bid(c, auction, b2, 20n * E18);
     const third = await bid(c, auction, b1, 10n * E18);
     expect(progress(third, "currentRate")).toBe(666666666666666666n); // 60 / 90
@@ -49,9 +52,10 @@ describe("PseudoCappedAuction", () => {
 
     await mineAt(c, t0 + 1_000);
     const claim2 = await send(withRunner(auction, signer(c, b2)).withDraw());
-    expect(namesIn(claim2, address)).toEqual(["VariableChange", "AuctionFinished", "Claimed"]);
+    expect(namesIn(claim2, address)).toEqual(["VariableChange", "AuctionFinished", "Claimed", "ClaimTokens"]);
     expect([...eventIn(claim2, "AuctionFinished")]).toEqual([BigInt(t0 + 1_000), 666666666666666666n]);
     expect([...eventIn(claim2, "Claimed")]).toEqual([addr(c, b2), 30n * E18, 0n]); // 20 * 90 / 60
+    expect([...eventIn(claim2, "ClaimTokens")]).toEqual([0n, 30n * E18]); // round 0: one round
     const claim1 = await send(withRunner(auction, signer(c, b1)).withDraw());
     expect([...eventIn(claim1, "Claimed")]).toEqual([addr(c, b1), 60n * E18, 0n]); // 40 * 90 / 60
     await expectRevert(withRunner(auction, signer(c, b1)).withDraw(), "NothingToClaim", [addr(c, b1)]);
@@ -103,6 +107,9 @@ describe("OBDutchAuction", () => {
     // b1: 300 coins at 3 -> 100 tokens: demand meets supply, so a new order must beat 3.
     const o1 = await bid(c, auction, b1, 300n * E18, { price: 3n * E18 });
     expect([...eventIn(o1, "OrderPlaced")]).toEqual([addr(c, b1), 3n * E18, 100n * E18, 300n * E18]);
+    // The spec's Dutch form of BidSubmission (deposit, order price) beside OrderPlaced; no plain form.
+    expect([...eventIn(o1, DUTCH_BID, address)]).toEqual([addr(c, b1), 300n * E18, 3n * E18]);
+    expect(namesIn(o1, address).filter((n) => n === "BidSubmission")).toHaveLength(1);
     expect(progress(o1, "minPrice")).toBe(3n * E18 + 1n);
     expect(progress(o1, "currentRate")).toBe(3n * E18);
     // b2: 200 coins at 4 -> 50 tokens; demand above 3 is 50 < 100, so price level 3 still counts.
@@ -139,6 +146,9 @@ describe("OBDutchAuction", () => {
       if (b === b1) expect([...eventIn(receipt, "AuctionFinished")]).toEqual([BigInt(t0 + 1_000), 4n * E18]);
       const claimed = eventIn(receipt, "Claimed");
       claims[b] = [claimed.tokenAmount as bigint, claimed.refundAmount as bigint];
+      // ClaimTokens right after Claimed, with its tokens: 0 for b1's refund-only claim.
+      expect(namesIn(receipt, address).slice(-2)).toEqual(["Claimed", "ClaimTokens"]);
+      expect([...eventIn(receipt, "ClaimTokens")]).toEqual([0n, claims[b]![0]]);
     }
     expect(claims[b1]).toEqual([0n, 300n * E18]); // price 3 < 4: everything back
     expect(claims[b2]).toEqual([30n * E18, 80n * E18]); // 30 tokens * 4 = 120 paid of 200

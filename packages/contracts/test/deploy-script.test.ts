@@ -122,7 +122,8 @@ describe("scripts/deploy.ts --demo on a fresh anvil", () => {
       await send(
         auctionAt(auctionEvent.auction as string, bidder).bid(10n * E18, { gasLimit: BID_GAS_LIMIT }),
       ),
-      "BidSubmission",
+      // The demo's Dutch auction: the Dutch form, with the price.
+      "BidSubmission(address,uint256,uint256)",
     );
     expect(bid.sender).toBe(bidder.address);
     expect(await auction.getStatus()).toBe(BigInt(AuctionStatus.Running));
@@ -142,7 +143,8 @@ describe("scripts/deploy.ts --demo on a fresh anvil", () => {
     expect(await count(deployment.registry, chainEvents.AdminChange.topic)).toBe(2); // deployer + #1
     expect(await count(deployment.registry, chainEvents.ProjectEvaluation.topic)).toBe(1);
     expect(await count(deployment.factory, chainEvents.CreateAuctionEvent.topic)).toBe(1);
-    expect(await count(auctionEvent.auction as string, chainEvents.BidSubmission.topic)).toBe(1);
+    expect(await count(auctionEvent.auction as string, chainEvents.DutchBidSubmission.topic)).toBe(1);
+    expect(await count(auctionEvent.auction as string, chainEvents.BidSubmission.topic)).toBe(0);
     provider.destroy();
   });
 });

@@ -6,6 +6,7 @@ import {
   AUCTION_EVENTS,
   chainEvents,
   eventByTopic,
+  eventNameByTopic,
   FACTORY_EVENTS,
   REGISTRY_EVENTS,
   topicsOf,
@@ -28,14 +29,15 @@ describe("event specs", () => {
 
   it("declare exactly what the contracts emit", () => {
     for (const spec of Object.values(chainEvents)) {
-      const fragment = new Interface(abis[spec.source] as unknown as string[]).getEvent(spec.name);
+      // By signature: a bare name is ambiguous for the overloaded BidSubmission.
+      const fragment = new Interface(abis[spec.source] as unknown as string[]).getEvent(spec.signature);
       expect(fragment?.format("full"), spec.name).toBe(EventFragment.from(spec.declaration).format("full"));
       expect(spec.topic).toBe(id(spec.signature));
       // Every auction type emits the shared events too.
       if (spec.source === "auction") {
         for (const type of AUCTION_TYPES) {
           expect(
-            new Interface(auctionAbiByType[type] as unknown as string[]).getEvent(spec.name)?.topicHash,
+            new Interface(auctionAbiByType[type] as unknown as string[]).getEvent(spec.signature)?.topicHash,
           ).toBe(spec.topic);
         }
       }
@@ -45,6 +47,20 @@ describe("event specs", () => {
       "CreateAuctionEvent(address,address,string,bytes32)",
     );
     expect(chainEvents.UserStatusChanged.signature).toBe("UserStatusChanged(address,uint8,uint8)");
+    expect(chainEvents.ClaimTokens.signature).toBe("ClaimTokens(uint256,uint256)");
+  });
+
+  it("tell the two BidSubmission forms apart by topic, not by name", () => {
+    const { BidSubmission: plain, DutchBidSubmission: dutch } = chainEvents;
+    expect([plain.name, dutch.name]).toEqual(["BidSubmission", "BidSubmission"]);
+    expect(dutch.signature).toBe("BidSubmission(address,uint256,uint256)");
+    expect(dutch.topic).not.toBe(plain.topic);
+    expect(eventNameByTopic.get(dutch.topic)).toBe("DutchBidSubmission");
+    expect(eventNameByTopic.get(plain.topic)).toBe("BidSubmission");
+    expect(eventNameByTopic.size).toBe(Object.keys(chainEvents).length);
+    expect(() => new Interface(auctionAbi as unknown as string[]).getEvent("BidSubmission")).toThrow(
+      /ambiguous/,
+    );
   });
 
   it("group the followed events by source", () => {

@@ -142,7 +142,8 @@ export function useChain(): () => Chain {
 /** Sends a transaction and returns its successful receipt. */
 export const send: (pending: Promise<ContractTransactionResponse>) => Promise<TransactionReceipt> = confirm;
 
-export type DecodedEvent = { name: string; address: string; args: Result };
+/** `signature` tells overloads apart (the two `BidSubmission` forms share `name`). */
+export type DecodedEvent = { name: string; signature: string; address: string; args: Result };
 
 /** Events in a receipt decoded with every generated ABI, optionally only those emitted by `address`. */
 export function eventsIn(receipt: TransactionReceipt, address?: string): DecodedEvent[] {
@@ -150,18 +151,20 @@ export function eventsIn(receipt: TransactionReceipt, address?: string): Decoded
   for (const log of receipt.logs as Log[]) {
     if (address && log.address.toLowerCase() !== address.toLowerCase()) continue;
     const parsed = everything.parseLog({ topics: [...log.topics], data: log.data });
-    if (parsed) out.push({ name: parsed.name, address: log.address, args: parsed.args });
+    if (parsed)
+      out.push({ name: parsed.name, signature: parsed.signature, address: log.address, args: parsed.args });
   }
   return out;
 }
 
-/** The single event called `name` in the receipt (fails if there is none or more than one). */
+/**
+ * The single event called `name` in the receipt (fails if there is none or more than one); a full signature
+ * (`BidSubmission(address,uint256,uint256)`) names one form of an overloaded event.
+ */
 export function eventIn(receipt: TransactionReceipt, name: string, address?: string): Result {
-  const found = eventsIn(receipt, address).filter((e) => e.name === name);
-  expect(
-    found.map((e) => e.name),
-    `expected exactly one ${name}`,
-  ).toEqual([name]);
+  const key = (e: DecodedEvent) => (name.includes("(") ? e.signature : e.name);
+  const found = eventsIn(receipt, address).filter((e) => key(e) === name);
+  expect(found.map(key), `expected exactly one ${name}`).toEqual([name]);
   return found[0]!.args;
 }
 

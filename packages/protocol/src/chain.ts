@@ -1,4 +1,4 @@
-import Type from "typebox";
+import Type, { type Static } from "typebox";
 import { Address, AuctionStatus, Bytes32Hex, Nullable, UserRole } from "./common.ts";
 import { defineEvent, defineRpc } from "./message.ts";
 
@@ -87,6 +87,9 @@ export const ChainOrigin = Type.Object({
   blockTimestamp: Type.Optional(Type.Integer({ minimum: 0 })),
 });
 
+/** A uint256 as the bus carries it: a decimal string (it does not fit a JSON number). */
+const Uint256 = Type.String({ pattern: "^[0-9]+$", description: "uint256 as a decimal string" });
+
 export const ChainEvents = {
   projectRegistered: defineEvent(
     "chain.project.registered",
@@ -140,7 +143,22 @@ export const ChainEvents = {
       projectHash: Bytes32Hex,
       auction: Address,
       sender: Address,
-      amount: Type.String({ pattern: "^[0-9]+$", description: "uint256 as a decimal string" }),
+      amount: Uint256,
+      /** The Dutch types' form of BidSubmission only: bid coin per whole token the bid was charged at. */
+      price: Type.Optional(Uint256),
+    }),
+  ),
+  /** `ClaimTokens(round, amount)`: tokens claimed after the end (round is 0: auctions have one round). */
+  tokensClaimed: defineEvent(
+    "chain.auction.tokens-claimed",
+    Type.Object({
+      origin: ChainOrigin,
+      projectHash: Bytes32Hex,
+      auction: Address,
+      round: Uint256,
+      amount: Uint256,
+      /** The bidder of the `Claimed` log just before it (absent if there was none). */
+      claimer: Type.Optional(Address),
     }),
   ),
   /** A fact retracted by a reorg: consumers undo what `retracted` names. */
@@ -149,3 +167,16 @@ export const ChainEvents = {
     Type.Object({ origin: ChainOrigin, retracted: Type.String({ description: "routing key of the fact" }) }),
   ),
 } as const;
+
+/**
+ * Where the active indexer keeps how far it is, for live clients: a JSON string `ChainProgress`, written at
+ * most once a second and only when a figure changed (no expiry: an idle chain changes nothing; `at` dates it).
+ */
+export const chainProgressKey = (prefix: string) => `${prefix}chain:progress`;
+
+export const ChainProgress = Type.Object({
+  indexedBlock: Type.Integer({ description: "last block whose logs are indexed" }),
+  headBlock: Type.Integer({ description: "chain head last seen" }),
+  at: Type.Integer({ description: "when it was written, epoch ms" }),
+});
+export type ChainProgress = Static<typeof ChainProgress>;

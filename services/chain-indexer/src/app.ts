@@ -8,6 +8,7 @@ import { Cursor } from "./indexer/cursor.entity.ts";
 import { SCHEMA } from "./indexer/index-store.ts";
 import { startIndexer } from "./indexer/indexer.ts";
 import { createProgress } from "./ops/progress.ts";
+import { createProgressPublisher } from "./ops/progress-publisher.ts";
 import { createChainReads } from "./reads/chain-reads.ts";
 import { createHotKeys } from "./reads/hot-keys.ts";
 import { serveChainRpc } from "./rpc/index.ts";
@@ -52,6 +53,10 @@ export async function startChainIndexerApp(deps: AppDeps<ChainIndexerConfig>): P
     maxLagBlocks: config.indexer.maxLagBlocks,
     intervalMs: config.indexer.progressLogMs,
   });
+  // How far the writer is, in Redis for live clients (`chainProgressKey`); stopped before Redis closes.
+  const publisher = createProgressPublisher({ redis, prefix: config.redis.prefix, progress, log });
+  progress.onChange(publisher.changed);
+  shutdown.add("progress publisher", () => publisher.stop());
   await serveChainRpc(
     bus,
     createChainReads(() => pool, deployment.chainId, hotKeys),

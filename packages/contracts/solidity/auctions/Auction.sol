@@ -180,12 +180,24 @@ abstract contract Auction is IAuction, Initializable, ReentrancyGuardTransient, 
         if (msg.sender == proposer || msg.sender == projectWallet) revert ProposerCannotBid(msg.sender);
     }
 
-    /// @dev Pulls `amount` bid coin from the bidder (who must have approved this auction).
-    function _collect(address bidder, uint256 amount, address to) internal {
+    /// @dev Pulls `amount` bid coin from the bidder (who must have approved this auction) and announces the bid
+    ///      at `price`: bid coin per whole token, 0 where a type prices nothing at bid time (pseudo-capped).
+    function _collect(address bidder, uint256 amount, address to, uint256 price) internal {
         bidCoin.safeTransferFrom(bidder, to, amount);
         totalDepositedSucoins += amount;
-        emit BidSubmission(bidder, amount);
+        _announceBid(bidder, amount, price);
         emit VariableChange("totalDepositedSucoins", totalDepositedSucoins);
+    }
+
+    /// @dev One `BidSubmission` per bid: this form, or the Dutch types' form with the price (their override).
+    function _announceBid(address bidder, uint256 amount, uint256 /* price */) internal virtual {
+        emit BidSubmission(bidder, amount);
+    }
+
+    /// @dev Every claim: `Claimed`, then the spec's `ClaimTokens` (round 0: one round per auction).
+    function _announceClaim(address bidder, uint256 tokens, uint256 refund) internal {
+        emit Claimed(bidder, tokens, refund);
+        emit ClaimTokens(0, tokens);
     }
 
     function _sendTokens(address to, uint256 amount) internal {

@@ -22,4 +22,9 @@ contract DutchAuction is FCFSAuction {
         // Rounding the decrease down rounds the price up, in the project's favour.
         return rate - Math.mulDiv(rate - finalRate, elapsed, duration);
     }
+
+    /// @dev The Dutch form of `BidSubmission` (also the strict type's): the price of the bid's block.
+    function _announceBid(address bidder, uint256 amount, uint256 price) internal override {
+        emit BidSubmission(bidder, amount, price);
+    }
 }

@@ -43,7 +43,7 @@ contract FCFSAuction is CappedAuction {
         uint256 cost = _costOf(tokens, price);
         _record(bidder, cost);
         soldProjectTokens += tokens;
-        _collect(bidder, cost, projectWallet);
+        _collect(bidder, cost, projectWallet, price);
         _deliver(bidder, tokens);
         emit TokenBought(bidder, cost, tokens);
         emit VariableChange("soldProjectTokens", soldProjectTokens);

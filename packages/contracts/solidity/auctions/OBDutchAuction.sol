@@ -81,9 +81,14 @@ contract OBDutchAuction is CappedAuction {
         demandAt[price] = queued + tokens;
         activeDemand += tokens;
 
-        _collect(bidder, deposit, address(this));
+        _collect(bidder, deposit, address(this), price);
         emit OrderPlaced(bidder, price, tokens, deposit);
         _reprice();
+    }
+
+    /// @dev The Dutch form of `BidSubmission`: the deposit held at the order's price (`OrderPlaced` follows).
+    function _announceBid(address bidder, uint256 amount, uint256 price) internal override {
+        emit BidSubmission(bidder, amount, price);
     }
 
     function _reprice() private {
@@ -141,6 +146,6 @@ contract OBDutchAuction is CappedAuction {
         uint256 refund = order.deposit - _costOf(tokens, price);
         _sendTokens(bidder, tokens);
         _sendBidCoin(bidder, refund);
-        emit Claimed(bidder, tokens, refund);
+        _announceClaim(bidder, tokens, refund);
     }
 }

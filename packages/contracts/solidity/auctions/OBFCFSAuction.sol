@@ -18,6 +18,6 @@ contract OBFCFSAuction is FCFSAuction {
         if (tokens == 0) revert NothingToClaim(bidder);
         tokensOwed[bidder] = 0;
         _sendTokens(bidder, tokens);
-        emit Claimed(bidder, tokens, 0);
+        _announceClaim(bidder, tokens, 0);
     }
 }

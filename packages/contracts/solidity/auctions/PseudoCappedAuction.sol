@@ -23,7 +23,7 @@ contract PseudoCappedAuction is CappedAuction {
 
     function _placeBid(address bidder, uint256 amount) internal override {
         _record(bidder, amount);
-        _collect(bidder, amount, projectWallet);
+        _collect(bidder, amount, projectWallet, 0);
         currentRate = getCurrentRate();
         emit VariableChange("currentRate", currentRate);
     }
@@ -48,7 +48,7 @@ contract PseudoCappedAuction is CappedAuction {
         claimedDeposits += deposit;
         claimedTokens += tokens;
         _sendTokens(bidder, tokens);
-        emit Claimed(bidder, tokens, 0);
+        _announceClaim(bidder, tokens, 0);
     }
 
     function _disposeUnsold(uint256 amount) internal override {

@@ -22,11 +22,12 @@ contract UncappedAuction is Auction {
     }
 
     function _placeBid(address bidder, uint256 amount) internal override {
-        uint256 tokens = _tokensFor(amount, rate);
+        uint256 price = rate;
+        uint256 tokens = _tokensFor(amount, price);
         if (tokens == 0) revert BidTooSmall(amount);
-        uint256 cost = _costOf(tokens, rate);
+        uint256 cost = _costOf(tokens, price);
         soldProjectTokens += tokens;
-        _collect(bidder, cost, projectWallet);
+        _collect(bidder, cost, projectWallet, price);
         projectToken.mint(bidder, tokens);
         emit TokenBought(bidder, cost, tokens);
         emit VariableChange("soldProjectTokens", soldProjectTokens);

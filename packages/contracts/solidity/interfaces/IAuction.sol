@@ -22,12 +22,21 @@ interface IAuction {
     event AuctionStarted(uint256 start, uint256 end);
     event AuctionFinished(uint256 end, uint256 finalPrice);
     event AuctionPaused(uint256 pauseDuration);
+    /// @notice A bid of every type but the Dutch ones: `amount` is the bid coin charged.
     event BidSubmission(address indexed sender, uint256 amount);
+    /// @notice A Dutch bid (Dutch, StrictDutch, OBDutch), the spec's "Dutch auction form", emitted instead of
+    ///         the two-argument form: `amount` charged (OBDutch: the deposit held) at `price` bid coin per whole
+    ///         token. An overload, so its topic 0 differs; ethers needs the full signature to name either one.
+    event BidSubmission(address indexed sender, uint256 amount, uint256 price);
     /// @notice Progress of the auction: the named public variable now holds `value`.
     event VariableChange(string variable, uint256 value);
     /// @notice Tokens bought at bid time (delivered at once, or owed until the auction ends).
     event TokenBought(address indexed buyer, uint256 usedBidCoinAmount, uint256 boughtTokenAmount);
     event Claimed(address indexed bidder, uint256 tokenAmount, uint256 refundAmount);
+    /// @notice The spec's claim event, right after every `Claimed` (the log before it names the bidder).
+    ///         `round` is always 0: every auction here sells in one round. `amount`: tokens (0 for a
+    ///         refund-only order-book claim).
+    event ClaimTokens(uint256 round, uint256 amount);
     event ProjectWalletChanged(address indexed wallet);
 
     error NotFactory(address caller);

@@ -2,6 +2,7 @@ import {
   AUCTION_EVENTS,
   type ChainEventName,
   chainEvents,
+  eventNameByTopic,
   FACTORY_EVENTS,
   type RawLog,
   REGISTRY_EVENTS,
@@ -35,6 +36,7 @@ export interface DecodedLog {
   blockTimestamp: number | null;
   /** The emitting contract, EIP-55. */
   address: string;
+  /** The key in `chainEvents`: `DutchBidSubmission` for the Dutch form of BidSubmission (by topic 0). */
   event: ChainEventName;
   /** Arguments by camelCase name: addresses EIP-55, bytes32 as 0x-hex, integers as decimal strings. */
   args: EventArgs;
@@ -55,7 +57,8 @@ function argValue(type: string, value: unknown): string | boolean {
 /** Decodes a followed event's log; null for any other log (an unfollowed event of the same contract). */
 export function decodeLog(chainId: number, raw: RawLog): DecodedLog | null {
   const parsed = abi.parseLog({ topics: raw.topics, data: raw.data });
-  if (!parsed) return null;
+  const event = parsed && eventNameByTopic.get(parsed.topic);
+  if (!parsed || !event) return null;
   const args: EventArgs = {};
   parsed.fragment.inputs.forEach((input, i) => {
     args[camelCase(input.name)] = argValue(input.type, parsed.args[i]);
@@ -69,7 +72,7 @@ export function decodeLog(chainId: number, raw: RawLog): DecodedLog | null {
     blockHash: raw.blockHash.toLowerCase(),
     blockTimestamp: raw.blockTimestamp === undefined ? null : Number.parseInt(raw.blockTimestamp, 16),
     address: getAddress(raw.address),
-    event: parsed.name as ChainEventName,
+    event,
     args,
     detail: null,
   };

@@ -41,6 +41,10 @@ export const FACTS_OF_EVENT: Record<ChainEventName, readonly EventDescriptor[]> 
   AuctionFinished: [ChainEvents.auctionStatusChanged],
   AuctionPaused: [ChainEvents.auctionStatusChanged],
   BidSubmission: [ChainEvents.bidSubmitted],
+  DutchBidSubmission: [ChainEvents.bidSubmitted],
+  // Stored for the claimer it names (ClaimTokens' detail); the claim's fact comes from ClaimTokens.
+  Claimed: [],
+  ClaimTokens: [ChainEvents.tokensClaimed],
   VariableChange: [],
 };
 
@@ -124,10 +128,12 @@ export async function factsOf(log: DecodedLog, state: ChainState): Promise<Fact[
     case "AuctionStarted":
     case "AuctionPaused":
     case "AuctionFinished":
-    case "BidSubmission": {
+    case "BidSubmission":
+    case "DutchBidSubmission":
+    case "ClaimTokens": {
       const projectHash = await state.projectOfAuction(log.address);
       if (projectHash === null) return [];
-      if (log.event === "BidSubmission") {
+      if (log.event === "BidSubmission" || log.event === "DutchBidSubmission") {
         return [
           fact(ChainEvents.bidSubmitted, {
             origin,
@@ -135,6 +141,20 @@ export async function factsOf(log: DecodedLog, state: ChainState): Promise<Fact[
             auction: log.address,
             sender: arg("sender"),
             amount: arg("amount"),
+            ...(log.event === "DutchBidSubmission" ? { price: arg("price") } : {}),
+          }),
+        ];
+      }
+      if (log.event === "ClaimTokens") {
+        const claimer = log.detail?.claimer;
+        return [
+          fact(ChainEvents.tokensClaimed, {
+            origin,
+            projectHash,
+            auction: log.address,
+            round: arg("round"),
+            amount: arg("amount"),
+            ...(claimer === undefined ? {} : { claimer }),
           }),
         ];
       }

@@ -90,6 +90,7 @@ export async function fetchRange(
   }
   await fillTimestamps(chain, logs);
   await addAuctionTokens(chain, deployment, logs);
+  addClaimers(logs);
 
   const blocks = new Map<number, string>([
     [fromBefore.number, fromBefore.hash],
@@ -133,4 +134,23 @@ async function addAuctionTokens(
     );
     log.detail = { token: getAddress(String(result.token)), proposer: getAddress(String(result.proposer)) };
   }
+}
+
+/**
+ * ClaimTokens (the spec's claim event) does not name the claimer; the auction's `Claimed`, the log just before
+ * it in the same transaction, does. Both are in the range: a transaction's logs share its block.
+ */
+function addClaimers(logs: DecodedLog[]): void {
+  logs.forEach((log, i) => {
+    const before = logs[i - 1];
+    if (
+      log.event === "ClaimTokens" &&
+      before?.event === "Claimed" &&
+      before.txHash === log.txHash &&
+      before.logIndex === log.logIndex - 1 &&
+      before.address === log.address
+    ) {
+      log.detail = { claimer: String(before.args.bidder) };
+    }
+  });
 }

@@ -18,6 +18,8 @@ export interface Progress {
   /** -1 until the chain's head was read once. */
   readonly headBlock: number;
   role: IndexerRole;
+  /** Calls `listener` after every change of `indexedBlock`, `headBlock` or `role`. */
+  onChange(listener: () => void): void;
   sawHead(head: number): void;
   /** The cursor moved to `block`; `events` new logs were stored on the way. */
   indexed(block: number, events: number): void;
@@ -46,6 +48,11 @@ export function createProgress(options: {
   let windowStart = now();
   let windowBlock = indexedBlock;
   let windowEvents = 0;
+  let role: IndexerRole = "starting";
+  const listeners: (() => void)[] = [];
+  const changed = (before: unknown, after: unknown) => {
+    if (before !== after) for (const listener of listeners) listener();
+  };
   const target = () => Math.max(headBlock - options.confirmations, 0);
   const lag = () => (headBlock < 0 ? null : Math.max(target() - indexedBlock, 0));
 
@@ -57,18 +64,34 @@ export function createProgress(options: {
     get headBlock() {
       return headBlock;
     },
-    role: "starting",
+    get role() {
+      return role;
+    },
+    set role(next) {
+      const before = role;
+      role = next;
+      changed(before, role);
+    },
+    onChange(listener) {
+      listeners.push(listener);
+    },
     sawHead(head) {
+      const before = headBlock;
       headBlock = head;
+      changed(before, headBlock);
     },
     indexed(block, events) {
+      const before = indexedBlock;
       indexedBlock = block;
       eventsIndexed += events;
       windowEvents += events;
+      changed(before, indexedBlock);
     },
     rolledBack(block) {
+      const before = indexedBlock;
       indexedBlock = block;
       reorgs += 1;
+      changed(before, indexedBlock);
     },
     logIfDue(log) {
       const elapsedMs = now() - windowStart;
