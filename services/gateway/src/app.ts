@@ -8,6 +8,7 @@ import type { Logger } from "@fundraise/service-kit";
 import Fastify, { type FastifyReply, type FastifyRequest, LogController } from "fastify";
 import type { Redis } from "ioredis";
 import type { GatewayConfig } from "./config.ts";
+import { followChainProgress } from "./live/chain-progress.ts";
 import { createLiveHub, type LiveHub } from "./live/hub.ts";
 import type { LiveLog } from "./live/log.ts";
 import { createTickets } from "./live/tickets.ts";
@@ -153,8 +154,10 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     logger: deps.log.child({ component: "live" }),
   });
   await registerEventRoutes(app, { hub: live, verifier, tickets: createTickets(redis, config.redis.prefix) });
+  const progress = followChainProgress({ redis, prefix: config.redis.prefix, hub: live, log: deps.log });
   // Streams end first on close (SIGTERM): their clients reconnect to another replica meanwhile.
   app.addHook("preClose", (done) => {
+    progress.stop();
     live.closeAll();
     done();
   });

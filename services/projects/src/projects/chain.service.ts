@@ -43,8 +43,11 @@ export interface ChainSync {
     fact: PayloadOf<typeof ChainEvents.auctionStatusChanged>,
     ctx: FactContext,
   ): Promise<void>;
-  /** A bid on a project's auction: nothing of the project changes, its live readers hear of it. */
-  applyAuctionActivity(fact: PayloadOf<typeof ChainEvents.bidSubmitted>, ctx: FactContext): Promise<void>;
+  /** A bid or a claim on a project's auction: nothing of the project changes, its live readers hear of it. */
+  applyAuctionActivity(
+    fact: Pick<PayloadOf<typeof ChainEvents.bidSubmitted>, "origin" | "projectHash">,
+    ctx: FactContext,
+  ): Promise<void>;
   /** A reorg retracted a fact: the fields it set are recomputed from the facts that still stand. */
   applyRetraction(fact: PayloadOf<typeof ChainEvents.factRetracted>, ctx: FactContext): Promise<void>;
 }

@@ -17,7 +17,9 @@ export async function subscribeProjects(bus: Bus, fences: UserFenceService, chai
   await inOrder(ChainEvents.projectEvaluated, (fact, ctx) => chain.applyEvaluation(fact, ctx));
   await inOrder(ChainEvents.auctionCreated, (fact, ctx) => chain.applyAuctionCreated(fact, ctx));
   await inOrder(ChainEvents.auctionStatusChanged, (fact, ctx) => chain.applyAuctionStatus(fact, ctx));
+  // Bids and claims change no field; the project's live readers hear of them.
   await inOrder(ChainEvents.bidSubmitted, (fact, ctx) => chain.applyAuctionActivity(fact, ctx));
+  await inOrder(ChainEvents.tokensClaimed, (fact, ctx) => chain.applyAuctionActivity(fact, ctx));
   // A reorg took a fact back: what it set is recomputed from the facts that still stand.
   await inOrder(ChainEvents.factRetracted, (fact, ctx) => chain.applyRetraction(fact, ctx));
 }

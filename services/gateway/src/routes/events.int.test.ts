@@ -1,0 +1,150 @@
+import { ProjectsRpc } from "@fundraise/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHarness, type Harness } from "../test/harness.ts";
+import { projectDto } from "../test/route-samples.ts";
+
+// GET /events and POST /events/ticket over real HTTP (the gateway listening), on the in-memory bus and
+// live log: the wire (headers, framing, 401s before the stream), tickets, and Last-Event-ID.
+
+let h: Harness;
+let base: string;
+const open = { viewerAccepted: true, status: "Approved" };
+
+beforeAll(async () => {
+  h = await createHarness();
+  await h.bus.serve(ProjectsRpc.views, async ({ projectIds }) =>
+    projectIds.map((id) => ({ project: projectDto(id), memberIds: [] })),
+  );
+  base = await h.app.listen({ port: 0, host: "127.0.0.1" });
+});
+afterAll(() => h.close());
+
+interface Message {
+  id?: string;
+  event?: string;
+  data?: string;
+  retry?: string;
+}
+
+/** Opens the stream and collects its messages (comments left out) until `stop` aborts it. */
+async function open_(path: string, headers: Record<string, string> = {}) {
+  const stop = new AbortController();
+  const response = await fetch(`${base}${path}`, { headers, signal: stop.signal });
+  const messages: Message[] = [];
+  let waiters: Array<() => void> = [];
+  if (response.headers.get("content-type")?.startsWith("text/event-stream")) {
+    void (async () => {
+      let buffer = "";
+      try {
+        for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+          buffer += Buffer.from(chunk).toString("utf8");
+          let end = buffer.indexOf("\n\n");
+          while (end >= 0) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const message: Message = {};
+            for (const line of block.split("\n")) {
+              const m = /^(\w+): ?(.*)$/.exec(line);
+              if (m) message[m[1] as keyof Message] = m[2];
+            }
+            if (Object.keys(message).length > 0) messages.push(message);
+            end = buffer.indexOf("\n\n");
+          }
+          for (const wake of waiters) wake();
+          waiters = [];
+        }
+      } catch {
+        // aborted
+      }
+    })();
+  }
+  const until = async (count: number) => {
+    const deadline = Date.now() + 3000;
+    while (messages.length < count && Date.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        waiters.push(resolve);
+        setTimeout(resolve, 50);
+      });
+    }
+    return messages;
+  };
+  return { response, messages, until, close: () => stop.abort() };
+}
+
+const rated = (projectId: number) =>
+  h.liveLog.append("projects.project.changed", {
+    projectId,
+    change: "rated",
+    before: { ...open, memberIds: [] },
+  });
+
+describe("GET /events", () => {
+  it("streams to anonymous callers with the headers a proxy needs, retry advice first", async () => {
+    const stream = await open_("/events");
+    expect(stream.response.status).toBe(200);
+    expect(stream.response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect(stream.response.headers.get("cache-control")).toBe("no-store");
+    expect(stream.response.headers.get("x-accel-buffering")).toBe("no");
+    expect(stream.response.headers.get("content-encoding")).toBeNull();
+    await stream.until(1);
+    await rated(41);
+    const [first, second] = await stream.until(2);
+    expect(first?.retry).toBe("2000");
+    expect(second).toMatchObject({ event: "project" });
+    expect(JSON.parse(second?.data ?? "")).toEqual({ change: "rated", project: projectDto(41) });
+    stream.close();
+  });
+
+  it("a bad token, a malformed header or a bad ticket is 401 in the envelope before any stream", async () => {
+    for (const headers of [{ authorization: "Bearer not-a-jwt" }, { authorization: "Basic abc" }]) {
+      const { response } = await open_("/events", headers);
+      expect(response.status).toBe(401);
+      expect(await response.json()).toMatchObject({ success: false, data: null });
+    }
+    const { response } = await open_(`/events?ticket=${"x".repeat(43)}`);
+    expect(response.status).toBe(401);
+    expect(await response.json()).toMatchObject({ success: false, message: expect.stringMatching(/ticket/) });
+  });
+
+  it("a ticket identifies a stream once; the web client's Bearer undefined is anonymous", async () => {
+    const token = await h.signer.sign({ userId: 3, role: "Admin" });
+    const answer = await fetch(`${base}/events/ticket`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(answer.status).toBe(200);
+    const { data: ticket } = (await answer.json()) as { data: string };
+    expect(ticket).toMatch(/^[\w-]{43}$/);
+    const first = await open_(`/events?ticket=${ticket}`);
+    expect(first.response.status).toBe(200);
+    first.close();
+    const again = await open_(`/events?ticket=${ticket}`);
+    expect(again.response.status).toBe(401);
+    const anonymous = await fetch(`${base}/events/ticket`, {
+      method: "POST",
+      headers: { authorization: "Bearer undefined" },
+    });
+    expect(anonymous.status).toBe(401);
+    const stream = await open_("/events", { authorization: "Bearer undefined" });
+    expect(stream.response.status).toBe(200);
+    stream.close();
+  });
+
+  it("Last-Event-ID (header or query) replays what was missed, in order, then goes on live", async () => {
+    const start = await open_("/events");
+    await rated(1);
+    const [, seen] = await start.until(2);
+    start.close();
+    await rated(2);
+    await rated(3);
+    for (const resume of [
+      { path: "/events", headers: { "last-event-id": seen?.id ?? "" } as Record<string, string> },
+      { path: `/events?lastEventId=${seen?.id}`, headers: {} as Record<string, string> },
+    ]) {
+      const stream = await open_(resume.path, resume.headers);
+      const messages = await stream.until(3);
+      expect(messages.slice(1).map((m) => JSON.parse(m.data ?? "").project.projectID)).toEqual([2, 3]);
+      stream.close();
+    }
+  });
+});
