@@ -130,6 +130,34 @@ describe("GET /events", () => {
     stream.close();
   });
 
+  it("a ticket lives 30 s in Redis under its hash, never under itself", async () => {
+    const token = await h.signer.sign({ userId: 4, role: "Base" });
+    const answer = await fetch(`${base}/events/ticket`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const { data: ticket } = (await answer.json()) as { data: string };
+    const keys = await h.redis.keys(`${h.prefix}live:ticket:*`);
+    expect(keys.some((k) => k.includes(ticket))).toBe(false);
+    const ttls = await Promise.all(keys.map((k) => h.redis.pttl(k)));
+    for (const ttl of ttls) expect(ttl).toBeGreaterThan(25_000);
+    for (const ttl of ttls) expect(ttl).toBeLessThanOrEqual(30_000);
+  });
+
+  it("closing the gateway (SIGTERM) ends its streams at once, so clients reconnect elsewhere", async () => {
+    const other = await createHarness();
+    const url = await other.app.listen({ port: 0, host: "127.0.0.1" });
+    const response = await fetch(`${url}/events`);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    const started = Date.now();
+    const closing = other.close();
+    let done = false;
+    while (!done) done = (await reader.read()).done;
+    expect(Date.now() - started).toBeLessThan(2000);
+    await closing;
+  });
+
   it("Last-Event-ID (header or query) replays what was missed, in order, then goes on live", async () => {
     const start = await open_("/events");
     await rated(1);
