@@ -26,7 +26,7 @@ import Type, { type TSchema } from "typebox";
 import type { Access } from "../plugins/auth.ts";
 import type { Server } from "../server.ts";
 import { openApiNullables } from "./nullable.ts";
-import { versionedAnswers } from "./versioned.ts";
+import { sendByContent, versionedAnswers } from "./versioned.ts";
 
 export const ErrorEnvelope = Type.Object({
   data: Type.Null(),
@@ -154,6 +154,7 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
 ): void {
   const status = route.status ?? 200;
   const versioned = route.version ? versionedAnswers() : null;
+  const reads = route.method === "GET" && !route.bare;
   const dataSchema = inline(route.response ?? route.rpc.response);
   const schema: RouteSchema<S> = {
     // Through JSON, which also leaves out the input parts the route does not have.
@@ -222,6 +223,11 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
       const body = route.bare ? data : ok(data, message);
       if (versioned && tag !== null) {
         await versioned.keep(tag, request, reply.code(status), body);
+        return reply;
+      }
+      // Every other read: an ETag of its content, 304 when the client holds it, gzip when accepted.
+      if (reads) {
+        await sendByContent(request, reply.code(status), body);
         return reply;
       }
       return reply.code(status).send(body);

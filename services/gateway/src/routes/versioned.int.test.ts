@@ -86,17 +86,18 @@ describe("GET /Project/Get/All by version", () => {
     expect(listed.map((caller) => caller?.role ?? null)).toEqual([null, "Admin"]);
   });
 
-  it("a caller whose list is their own, and withHex, get no ETag and are listed each time", async () => {
+  it("a caller whose list is their own, and withHex, are listed each time; the content's ETag saves the transfer", async () => {
     const base = { authorization: `Bearer ${await h.signer.sign({ userId: 5, role: "Base" })}` };
-    for (let i = 0; i < 2; i++) {
-      const res = await get("/Project/Get/All", base);
-      expect(res.statusCode).toBe(200);
-      expect(res.headers.etag).toBeUndefined();
-      expect(res.headers["cache-control"]).toBe("private, no-cache");
-    }
+    const first = await get("/Project/Get/All", base);
+    expect(first.statusCode).toBe(200);
+    expect(first.headers["cache-control"]).toBe("private, no-cache");
+    expect(first.headers.etag).toMatch(/^"[\w-]{27}"$/);
+    const again = await get("/Project/Get/All", { ...base, "if-none-match": String(first.headers.etag) });
+    expect(again.statusCode).toBe(304);
+    expect(again.body).toBe("");
     const withHex = await get("/Project/Get/All?withHex=true");
     expect(withHex.statusCode).toBe(200);
-    expect(withHex.headers.etag).toBeUndefined();
+    expect(withHex.headers.etag).not.toBe(first.headers.etag);
     expect(listed).toHaveLength(3);
   });
 });

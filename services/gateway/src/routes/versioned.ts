@@ -17,6 +17,13 @@ interface Kept {
   gzipped?: Promise<Buffer>;
 }
 
+const etagOf = (text: string) => `"${createHash("sha256").update(text).digest("base64url").slice(0, 27)}"`;
+
+/** Whether the client holds `etag` (`If-None-Match`, weak or strong, one of a list). */
+const holds = (request: FastifyRequest, etag: string) =>
+  request.headers["if-none-match"]?.split(",").some((value) => value.trim().replace(/^W\//, "") === etag) ??
+  false;
+
 /** Whether the request accepts gzip (`Accept-Encoding`, without `;q=0`). */
 function acceptsGzip(request: FastifyRequest): boolean {
   const header = request.headers["accept-encoding"];
@@ -35,28 +42,45 @@ function acceptsGzip(request: FastifyRequest): boolean {
  * with `If-None-Match` for a 304. The tag never crosses views, so a copy is never served to a caller of
  * another view.
  */
+// (A reply is thenable: these functions settle when it is sent, and never resolve to it.)
+async function send(entry: Kept, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  reply.type(JSON_TYPE);
+  if (entry.text.length < GZIP_FROM_BYTES || !acceptsGzip(request)) {
+    reply.send(entry.text);
+    return;
+  }
+  entry.gzipped ??= gzip(entry.text);
+  reply.header("content-encoding", "gzip").send(await entry.gzipped);
+}
+
+/**
+ * Any other read: the answer is built, and its content names it. `ETag` is the hash of the serialized
+ * answer, so `If-None-Match` saves the transfer (304), not the work; gzip when the client accepts it.
+ */
+export async function sendByContent(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: unknown,
+): Promise<void> {
+  const text = String(reply.serialize(body));
+  const etag = etagOf(text);
+  reply.header("etag", etag).header("vary", "accept-encoding");
+  if (holds(request, etag)) {
+    reply.code(304).send();
+    return;
+  }
+  await send({ text }, request, reply);
+}
+
 export function versionedAnswers() {
   const kept = new Map<string, Kept>();
-  const etagOf = (tag: string) => `"${createHash("sha256").update(tag).digest("base64url").slice(0, 27)}"`;
-
-  // (A reply is thenable: these functions settle when it is sent, and never resolve to it.)
-  async function send(entry: Kept, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    reply.type(JSON_TYPE);
-    if (entry.text.length < GZIP_FROM_BYTES || !acceptsGzip(request)) {
-      reply.send(entry.text);
-      return;
-    }
-    entry.gzipped ??= gzip(entry.text);
-    reply.header("content-encoding", "gzip").send(await entry.gzipped);
-  }
 
   return {
     /** 304 for a client that holds this version, or the kept copy when there is one: true once sent. */
     async answer(tag: string, request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
       const etag = etagOf(tag);
       reply.header("etag", etag).header("vary", "accept-encoding");
-      const held = request.headers["if-none-match"];
-      if (held?.split(",").some((value) => value.trim().replace(/^W\//, "") === etag)) {
+      if (holds(request, etag)) {
         reply.code(304).send();
         return true;
       }
