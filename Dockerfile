@@ -37,14 +37,14 @@ RUN --mount=type=cache,id=pnpm-store,target=/pnpm-store \
     pnpm install --frozen-lockfile --prod --store-dir /pnpm-store
 
 # The sources the services run: packages/ and services/ without tests, test harnesses, vitest
-# configs or the contracts' Solidity and tooling.
+# configs, the contracts' Solidity and tooling, or the HTTP client (no service runs it).
 FROM ${NODE_IMAGE} AS sources
 WORKDIR /src
 COPY packages ./packages
 COPY services ./services
 RUN find packages services \( -name '*.test.ts' -o -name vitest.config.ts \) -delete \
  && find packages services -depth -type d \( -name test -o -name bench \) -exec rm -rf {} + \
- && rm -rf packages/contracts/scripts packages/contracts/solidity packages/ipfs-node
+ && rm -rf packages/contracts/scripts packages/contracts/solidity packages/ipfs-node packages/client
 
 # What both images share: the dependencies and sources, owned by root and run as another user (the
 # process cannot rewrite its own code). Numeric, so Kubernetes' runAsNonRoot can verify it without

@@ -1,3 +1,4 @@
+import { ApiError, createClient as createApiClient } from "@fundraise/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Answer, createClient } from "./client.ts";
 import {
@@ -19,7 +20,9 @@ import { type SharedSystem, sharedSystem } from "./shared.ts";
 // The existing web client's project flows (first-implementation.md §11) on the running system, with its
 // exact requests: its key casings, `fileHex` as lower-case hex without 0x, PUT for invite and POST for the
 // invitation reply, trailing slashes, the imageUrl it read sent back on Update, and `Bearer undefined`
-// when nobody is signed in. IPFS is the Kubo-RPC stand-in of packages/ipfs-node, not Kubo.
+// when nobody is signed in. IPFS is the Kubo-RPC stand-in of packages/ipfs-node, not Kubo. The flows
+// whose requests need no casing of their own (sign-in, Add, the profile and viewer lists, ViewerReply) go
+// through @fundraise/client, the typed client, as a new web client would.
 let sys: SharedSystem;
 const client = createClient(() => sys);
 const people = createPeople(() => sys, client);
@@ -41,6 +44,13 @@ beforeAll(async () => {
 });
 
 const ipfs = () => sys.ipfsUrl as string;
+/** @fundraise/client for this user (anonymous without one), calling from this file's address. */
+const apiOf = (user?: User) =>
+  createApiClient({
+    baseUrl: sys.gatewayUrl,
+    ...(user ? { token: user.token } : {}),
+    headers: { "x-forwarded-for": client.ip },
+  });
 const asUser = (user: User | undefined, method: string, path: string, body?: unknown) =>
   client.api(method, path, {
     // The web client sends its cookie even when it is empty: `Bearer undefined`.
@@ -52,31 +62,56 @@ const list = (res: Answer) => res.body.data as ProjectDto[];
 const ids = (res: Answer) => list(res).map((p) => p.projectID);
 const unique = (label: string) => `${label} ${Math.random().toString(36).slice(2, 10)}`;
 
-/** The client's Apply page: `{fileHex, projectName, projectDescription, imageUrl: <image hex>}`. */
+/**
+ * The Apply page, through @fundraise/client: `{fileHex, projectName, projectDescription, imageUrl: <image
+ * hex>}`, the file as lower-case hex without 0x.
+ */
 async function apply(user: User, label: string, options: { image?: boolean } = {}) {
   const content = newContent(label, options.image ?? true);
   const name = unique(label);
-  const res = await asUser(user, "POST", "/Project/Add", {
-    fileHex: hexOf(content.file),
-    projectName: name,
-    projectDescription: `About ${label}`,
-    ...(content.image ? { imageUrl: hexOf(content.image) } : {}),
+  const project = await apiOf(user).POST("/Project/Add", {
+    body: {
+      fileHex: hexOf(content.file),
+      projectName: name,
+      projectDescription: `About ${label}`,
+      ...(content.image ? { imageUrl: hexOf(content.image) } : {}),
+    },
   });
-  expectEnvelope(res, 201, "Add");
-  return { project: dto(res), content, name };
+  if (!project) throw new Error(`Add of ${name} answered no project`);
+  return { project, content, name };
 }
 
-/** The projects the owner's profile lists (GetAllPermissioned/false). */
+/** The projects the owner's profile lists (GetAllPermissioned/false), through @fundraise/client. */
 const ownProjectIds = async (user: User) =>
-  ids(await asUser(user, "GET", "/Project/GetAllPermissioned/false"));
+  (
+    (await apiOf(user).GET("/Project/GetAllPermissioned/{withHex}", {
+      params: { path: { withHex: false } },
+    })) ?? []
+  ).map((p) => p.projectID);
+
+/** Sign-in through @fundraise/client: GetNonce, the nonce signed to Login, the token kept for later calls. */
+async function signIn(user: User) {
+  const api = apiOf();
+  const address = user.wallet.address;
+  const nonce = await api.GET("/Authentication/GetNonce/{address}", { params: { path: { address } } });
+  const signedMessage = await user.wallet.signMessage(`LOGIN: ${nonce}`);
+  api.setToken(await api.POST("/Authentication/Login", { body: { address, signedMessage } }));
+  return api;
+}
 
 describe("the web client's flows", () => {
   let main: Awaited<ReturnType<typeof apply>>;
   let plain: ProjectDto;
 
-  it("apply: Add with lower-case hex (no 0x) and an image answers 201 with the ProjectDTO and the content on IPFS", async () => {
-    // The Apply page's login gate first.
-    expectEnvelope(await asUser(owner, "GET", "/User/Get"), 200);
+  it("sign-in and apply through @fundraise/client: Add with lower-case hex (no 0x) and an image answers the ProjectDTO, the content on IPFS", async () => {
+    // Sign-in, then the Apply page's login gate.
+    const api = await signIn(owner);
+    expect(api.token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(await api.GET("/user/get")).toMatchObject({
+      id: owner.id,
+      username: owner.username,
+      role: "Base",
+    });
     main = await apply(owner, "solar roofs");
     const expected = await identityOf(main.content);
     const project = main.project;
@@ -256,30 +291,40 @@ describe("the web client's flows", () => {
     );
   });
 
-  it("viewer page: the queue, ViewerReply true accepts, false removes the proposal and unpins it", async () => {
-    const queue = await asUser(viewer, "GET", "/Project/ViewerPage/GetAll");
-    expectEnvelope(queue, 200);
-    expect(ids(queue)).toEqual(expect.arrayContaining([main.project.projectID, plain.projectID]));
-    const row = list(queue).find((p) => p.projectID === main.project.projectID);
+  it("viewer page through @fundraise/client: the queue, ViewerReply true accepts, false removes the proposal and unpins it", async () => {
+    const asViewer = apiOf(viewer);
+    const asAdmin = apiOf(admin);
+    const queue = (await asViewer.GET("/Project/ViewerPage/GetAll")) ?? [];
+    expect(queue.map((p) => p.projectID)).toEqual(
+      expect.arrayContaining([main.project.projectID, plain.projectID]),
+    );
+    const row = queue.find((p) => p.projectID === main.project.projectID);
     expect(row?.fileHash).toBe(main.project.fileHash);
 
-    const accept = await asUser(viewer, "PUT", `/Project/ViewerReply/${main.project.projectID}/true`);
-    expectEnvelope(accept, 200);
-    expect(dto(accept)).toMatchObject({
+    const reply = (api: typeof asViewer, id: number, accept: boolean) =>
+      api.PUT("/Project/ViewerReply/{id}/{reply}", { params: { path: { id, reply: accept } } });
+    expect(await reply(asViewer, main.project.projectID, true)).toMatchObject({
       projectID: main.project.projectID,
       viewerAccepted: true,
       viewerAcceptedAddress: viewer.wallet.address,
       status: "Pending",
     });
-    expect(ids(await asUser(viewer, "GET", "/Project/ViewerPage/GetAll"))).not.toContain(
+    expect(((await asViewer.GET("/Project/ViewerPage/GetAll")) ?? []).map((p) => p.projectID)).not.toContain(
       main.project.projectID,
     );
-    expectEnvelope(await asUser(admin, "PUT", `/Project/ViewerReply/${main.project.projectID}/false`), 409);
+    // A refusal is an ApiError with the envelope's status, message and the gateway's error code.
+    const refused = await reply(asAdmin, main.project.projectID, false).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ApiError);
+    expect(refused).toMatchObject({
+      status: 409,
+      code: expect.any(String),
+      body: { success: false, data: null },
+    });
 
-    const reject = await asUser(viewer, "PUT", `/Project/ViewerReply/${plain.projectID}/false`);
-    expectEnvelope(reject, 200);
-    expect(reject.body.data).toBeNull();
-    expectEnvelope(await asUser(admin, "GET", `/Project/Get/${plain.projectID}`), 404);
+    expect(await reply(asViewer, plain.projectID, false)).toBeNull();
+    await expect(
+      asAdmin.GET("/Project/Get/{id}", { params: { path: { id: plain.projectID } } }),
+    ).rejects.toMatchObject({ status: 404 });
     expect(await ownProjectIds(owner)).not.toContain(plain.projectID);
     await expect.poll(() => isPinned(ipfs(), cidOfFileHash(plain.fileHash)), { timeout: 10_000 }).toBe(false);
   });

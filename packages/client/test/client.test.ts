@@ -1,0 +1,185 @@
+// The typed calls against the real gateway app (its test harness: the in-memory bus, the local Redis, the
+// IPFS stand-in), listening on a loopback port; the RPCs behind the routes are served by this file.
+import { createHarness, type Harness, userOf } from "@fundraise/gateway/src/test/harness.ts";
+import { projectDto } from "@fundraise/gateway/src/test/route-samples.ts";
+import { AuthRpc, ErrorCode, errors, ProjectsRpc, UsersRpc } from "@fundraise/protocol";
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
+import { ApiError, createClient, type ProjectDTO, type UserDTO } from "../src/index.ts";
+
+const ADDRESS = "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4";
+let h: Harness;
+let baseUrl: string;
+let token: string;
+const seen: Record<string, unknown> = {};
+
+beforeAll(async () => {
+  h = await createHarness({ AUTH_RATE_LIMIT_PER_MINUTE: "1000" });
+  token = await h.signer.sign({ userId: 7, role: "Base", username: "ada" });
+  await h.bus.serve(UsersRpc.count, async () => 3);
+  await h.bus.serve(UsersRpc.get, async ({ caller }) => userOf(caller));
+  await h.bus.serve(AuthRpc.nonce, async () => 123456);
+  await h.bus.serve(AuthRpc.login, async ({ login }) => {
+    seen.login = login;
+    return token;
+  });
+  await h.bus.serve(ProjectsRpc.list, async () => [projectDto(1), projectDto(2)]);
+  await h.bus.serve(ProjectsRpc.get, async ({ id }) => {
+    if (id === 404) throw errors.notFound(ErrorCode.PROJECT_NOT_FOUND, "No such project.");
+    return projectDto(id);
+  });
+  await h.bus.serve(ProjectsRpc.add, async ({ project }) => {
+    seen.add = project;
+    if (project.projectName === "taken") {
+      throw errors.conflict(ErrorCode.PROJECT_NAME_TAKEN, "A project with this name exists.");
+    }
+    return projectDto(9, { projectName: project.projectName });
+  });
+  const address = await h.app.listen({ port: 0, host: "127.0.0.1" });
+  baseUrl = address;
+});
+afterAll(() => h.close());
+
+describe("calls: the envelope's data, typed by the path", () => {
+  it("an anonymous call answers data", async () => {
+    const client = createClient({ baseUrl });
+    const count = await client.GET("/user/learnusercount");
+    expectTypeOf(count).toEqualTypeOf<number | null>();
+    expect(count).toBe(3);
+  });
+
+  it("sign-in: GetNonce and Login, then setToken signs the later calls", async () => {
+    const client = createClient({ baseUrl: `${baseUrl}/` });
+    const nonce = await client.GET("/Authentication/GetNonce/{address}", {
+      params: { path: { address: ADDRESS } },
+    });
+    expect(nonce).toBe(123456);
+    const jwt = await client.POST("/Authentication/Login", {
+      body: { address: ADDRESS, signedMessage: `signature of LOGIN: ${nonce}` },
+    });
+    expectTypeOf(jwt).toEqualTypeOf<string | null>();
+    expect(seen.login).toEqual({ address: ADDRESS, signedMessage: "signature of LOGIN: 123456" });
+    client.setToken(jwt);
+    expect(client.token).toBe(token);
+    const me = await client.GET("/user/get");
+    expectTypeOf(me).toEqualTypeOf<UserDTO | null>();
+    expect(me).toMatchObject({ id: 7, username: "ada", role: "Base", invitations: [] });
+  });
+
+  it("lists and one project, path and query parameters typed", async () => {
+    const client = createClient({ baseUrl });
+    const all = await client.GET("/Project/Get/All", { params: { query: { withHex: false } } });
+    expectTypeOf(all).toEqualTypeOf<ProjectDTO[] | null>();
+    expect(all?.map((p) => p.projectID)).toEqual([1, 2]);
+    const one = await client.GET("/Project/Get/{id}", { params: { path: { id: 5 } } });
+    expect(one).toEqual(projectDto(5));
+    // @ts-expect-error: the path parameter is required
+    await expect(client.GET("/Project/Get/{id}")).rejects.toMatchObject({ status: 400 });
+    // @ts-expect-error: no such route in the document
+    await expect(client.GET("/Project/Nothing")).rejects.toMatchObject({ status: 404 });
+  });
+
+  it("Add with a small file: the body typed, 201's data the ProjectDTO", async () => {
+    const client = createClient({ baseUrl, token });
+    const fileHex = Buffer.from("%PDF-1.4 a small whitepaper").toString("hex");
+    const added = await client.POST("/Project/Add", {
+      body: { projectName: "Solar roofs", projectDescription: "Roofs that pay", fileHex },
+    });
+    expectTypeOf(added).toEqualTypeOf<ProjectDTO | null>();
+    expect(added).toMatchObject({ projectID: 9, projectName: "Solar roofs" });
+    expect(seen.add).toMatchObject({ projectName: "Solar roofs", projectDescription: "Roofs that pay" });
+    // @ts-expect-error: projectName is required
+    await expect(client.POST("/Project/Add", { body: { fileHex } })).rejects.toMatchObject({ status: 400 });
+  });
+
+  it("a route without the envelope (the JWKS) answers its body as it is", async () => {
+    const jwks = await createClient({ baseUrl }).GET("/.well-known/jwks.json");
+    expect(jwks.keys).toEqual(h.signer.jwks.keys);
+  });
+});
+
+describe("errors: one ApiError with the status, the envelope's message, the code and the body", () => {
+  it("401 without a token; setToken(null) signs out", async () => {
+    const client = createClient({ baseUrl, token });
+    client.setToken(null);
+    const error = await client.GET("/user/get").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error).toBeInstanceOf(Error);
+    expect(error).toMatchObject({
+      name: "ApiError",
+      status: 401,
+      code: ErrorCode.TOKEN_MISSING,
+      body: { data: null, success: false },
+    });
+    expect((error as ApiError).message).toBe(
+      (error as ApiError & { body: { message: string } }).body.message,
+    );
+  });
+
+  it("404 and 409 from the services keep their codes", async () => {
+    const client = createClient({ baseUrl, token });
+    await expect(client.GET("/Project/Get/{id}", { params: { path: { id: 404 } } })).rejects.toMatchObject({
+      status: 404,
+      code: ErrorCode.PROJECT_NOT_FOUND,
+      message: "No such project.",
+    });
+    const fileHex = Buffer.from("another whitepaper").toString("hex");
+    await expect(
+      client.POST("/Project/Add", { body: { projectName: "taken", fileHex } }),
+    ).rejects.toMatchObject({ status: 409, code: ErrorCode.PROJECT_NAME_TAKEN });
+  });
+
+  it("a call's own Authorization header wins over the token", async () => {
+    const client = createClient({ baseUrl, token });
+    await expect(
+      client.GET("/user/get", { headers: { authorization: "Bearer undefined" } }),
+    ).rejects.toMatchObject({
+      status: 401,
+    });
+  });
+
+  it("an answer that is not the envelope (a proxy's page): the status and the text", async () => {
+    const client = createClient({
+      baseUrl,
+      fetch: async () =>
+        new Response("<html>Bad Gateway</html>", {
+          status: 502,
+          statusText: "Bad Gateway",
+          headers: { "content-type": "text/html" },
+        }),
+    });
+    await expect(client.GET("/user/learnusercount")).rejects.toMatchObject({
+      status: 502,
+      message: "HTTP 502 Bad Gateway",
+      code: undefined,
+      body: "<html>Bad Gateway</html>",
+    });
+  });
+
+  it("a 2xx envelope with success false is an error too", async () => {
+    const client = createClient({
+      baseUrl,
+      fetch: async () => Response.json({ data: null, success: false, message: "Refused." }),
+    });
+    await expect(client.GET("/user/learnusercount")).rejects.toMatchObject({
+      status: 200,
+      message: "Refused.",
+    });
+  });
+
+  it("headers and fetch options reach every call", async () => {
+    const sent: Request[] = [];
+    const client = createClient({
+      baseUrl,
+      headers: { "x-request-id": "client-test-1" },
+      fetch: (request) => {
+        sent.push(request);
+        return fetch(request);
+      },
+    });
+    await client.GET("/user/learnusercount");
+    expect(sent[0]?.headers.get("x-request-id")).toBe("client-test-1");
+    const raw = await client.raw.GET("/user/learnusercount");
+    expect(raw.response.headers.get("x-request-id")).toBe("client-test-1");
+    expect(raw.data).toEqual({ data: 3, success: true, message: null });
+  });
+});
