@@ -1,3 +1,4 @@
+import { ApiError, createClient as createApiClient } from "@fundraise/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "./client.ts";
 import {
@@ -10,7 +11,7 @@ import {
 } from "./projects-kit.ts";
 import { type SharedSystem, sharedSystem } from "./shared.ts";
 
-// GET /events on the running system: real writes through the projects service's outbox, the bus.live
+// GET /events on the running system through the typed client's subscribe: real writes through the projects service's outbox, the bus.live
 // stream, and every gateway replica's hub; visibility by role, invitations, resume on another replica,
 // a revoked session's stream ending.
 let sys: SharedSystem;
@@ -38,47 +39,50 @@ afterAll(() => {
 });
 
 interface Message {
-  id?: string;
-  event?: string;
-  data?: Record<string, unknown>;
+  id?: string | undefined;
+  event: string;
+  data: Record<string, unknown>;
 }
 
-/** A stream of `user` (anonymous without) on a gateway replica: its messages, parsed, as they come. */
-async function listen(user: User | null, options: { base?: string; lastEventId?: string } = {}) {
-  const stop = new AbortController();
-  const headers: Record<string, string> = user ? { authorization: `Bearer ${user.token}` } : {};
-  if (options.lastEventId !== undefined) headers["last-event-id"] = options.lastEventId;
-  const response = await fetch(`${options.base ?? sys.gatewayUrl}/events`, { headers, signal: stop.signal });
-  expect(response.status).toBe(200);
+/**
+ * A subscription of `user` (anonymous without) through @fundraise/client on a gateway replica: its
+ * messages as they come, the last id, and how it stopped (an ApiError once the gateway refuses it).
+ */
+function listen(user: User | null, options: { base?: string; lastEventId?: string; ticket?: string } = {}) {
+  const api = createApiClient({ baseUrl: options.base ?? sys.gatewayUrl });
   const messages: Message[] = [];
-  const state = { ended: false, lastId: undefined as string | undefined };
-  void (async () => {
-    let buffer = "";
-    try {
-      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-        buffer += Buffer.from(chunk).toString("utf8");
-        for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-          const fields = Object.fromEntries(
-            buffer
-              .slice(0, end)
-              .split("\n")
-              .flatMap((line) => {
-                const m = /^(\w+): ?(.*)$/.exec(line);
-                return m ? [[m[1], m[2]]] : [];
-              }),
-          );
-          buffer = buffer.slice(end + 2);
-          if (fields.id !== undefined) state.lastId = fields.id;
-          if (fields.event)
-            messages.push({ id: fields.id, event: fields.event, data: JSON.parse(fields.data ?? "{}") });
-        }
-      }
-    } catch {
-      // closed by the test
-    }
+  const state: { ended: boolean; error: unknown; opened: Promise<void> } = {
+    ended: false,
+    error: undefined,
+    opened: Promise.resolve(),
+  };
+  const keep = (event: string) => (data: unknown, meta: { id: string | undefined }) =>
+    messages.push({ id: meta.id, event, data: data as Record<string, unknown> });
+  let opened: () => void = () => {};
+  state.opened = new Promise((resolve) => {
+    opened = resolve;
+  });
+  const subscription = api.subscribe(
+    {
+      project: keep("project"),
+      invitation: keep("invitation"),
+      role: keep("role"),
+      reset: keep("reset"),
+      open: () => opened(),
+      error: (error) => {
+        state.error = error;
+      },
+    },
+    {
+      ...(user ? { token: user.token } : {}),
+      ...(options.lastEventId === undefined ? {} : { lastEventId: options.lastEventId }),
+      ...(options.ticket === undefined ? {} : { ticket: options.ticket }),
+    },
+  );
+  void subscription.closed.then(() => {
     state.ended = true;
-  })();
-  const stream = { messages, state, close: () => stop.abort() };
+  });
+  const stream = { messages, state, subscription, close: () => subscription.close() };
   streams.push(stream);
   return stream;
 }
@@ -97,12 +101,11 @@ async function eventually(check: () => void, timeoutMs = 10_000): Promise<void> 
   }
 }
 
+const projectOf = (m: Message) => (m.data.project as { projectID: number }).projectID;
 const about = (messages: Message[], projectID: number) =>
-  messages.filter(
-    (m) => m.event === "project" && (m.data?.project as { projectID: number }).projectID === projectID,
-  );
+  messages.filter((m) => m.event === "project" && projectOf(m) === projectID);
 const changes = (messages: Message[], projectID: number) =>
-  about(messages, projectID).map((m) => m.data?.change);
+  about(messages, projectID).map((m) => m.data.change);
 
 async function addProject(user: User, label: string) {
   const content = newContent(label, false);
@@ -116,13 +119,12 @@ async function addProject(user: User, label: string) {
 
 describe("live updates on the running system", () => {
   it("each caller's stream follows a proposal exactly as their reads show it", async () => {
-    const [anonymous, own, view, adm, white] = await Promise.all([
-      listen(null),
-      listen(owner),
-      listen(viewer),
-      listen(admin),
-      listen(whitelisted),
-    ]);
+    const anonymous = listen(null);
+    const own = listen(owner);
+    const view = listen(viewer);
+    const adm = listen(admin);
+    const white = listen(whitelisted);
+    await Promise.all([anonymous, own, view, adm, white].map((s) => s.state.opened));
     const { projectID: id, fileHash } = await addProject(owner, "live proposal");
     await eventually(() => {
       for (const s of [own, view, adm]) expect(changes(s.messages, id)).toEqual(["created"]);
@@ -137,8 +139,8 @@ describe("live updates on the running system", () => {
     const [status] = about(anonymous.messages, id);
     // The project as GET /Project/Get/{id} answers the anonymous caller now.
     const read = await client.api("GET", `/Project/Get/${id}`, {});
-    expect(status?.data?.project).toEqual(read.body.data);
-    expect(status?.data?.indexedBlock).toBe(1);
+    expect(status?.data.project).toEqual(read.body.data);
+    expect(status?.data.indexedBlock).toBe(1);
     await eventually(() => {
       for (const s of [own, view, adm])
         expect(changes(s.messages, id)).toEqual(["created", "viewer-accepted", "status"]);
@@ -146,7 +148,12 @@ describe("live updates on the running system", () => {
   });
 
   it("an invitation reaches its invitee with the hidden project; the decline takes it out of their view", async () => {
-    const stream = await listen(invitee);
+    // A ticket, as a browser's EventSource would use it.
+    const ticket = await createApiClient({ baseUrl: sys.gatewayUrl, token: invitee.token }).POST(
+      "/events/ticket",
+    );
+    const stream = listen(null, { ticket: String(ticket) });
+    await stream.state.opened;
     const { projectID: id } = await addProject(owner, "live invitation");
     const invite = await client.api("PUT", "/User/Invite/", {
       authorization: `Bearer ${owner.token}`,
@@ -154,7 +161,7 @@ describe("live updates on the running system", () => {
     });
     expectEnvelope(invite, 201, "invite");
     await eventually(() => {
-      expect(stream.messages.filter((m) => m.event === "invitation").map((m) => m.data?.change)).toEqual([
+      expect(stream.messages.filter((m) => m.event === "invitation").map((m) => m.data.change)).toEqual([
         "created",
       ]);
       expect(changes(stream.messages, id)).toEqual(["updated"]);
@@ -169,20 +176,22 @@ describe("live updates on the running system", () => {
 
   it("a client that reconnects to another replica with Last-Event-ID gets every missed message once", async () => {
     const [first, second] = sys.gatewayUrls;
-    const before = await listen(admin, { base: first });
+    const before = listen(admin, { base: first });
+    await before.state.opened;
     const { projectID: a } = await addProject(owner, "live before");
     await eventually(() => expect(changes(before.messages, a)).toEqual(["created"]));
-    const lastId = before.state.lastId;
+    const lastId = before.subscription.lastEventId;
     before.close();
     const missed = [await addProject(owner, "live missed 1"), await addProject(owner, "live missed 2")];
-    const after = await listen(admin, { base: second ?? first, lastEventId: lastId });
+    const after = listen(admin, {
+      base: second ?? first,
+      ...(lastId === undefined ? {} : { lastEventId: lastId }),
+    });
+    await after.state.opened;
     const { projectID: live } = await addProject(owner, "live after");
     await eventually(() => {
-      const created = after.messages.filter((m) => m.data?.change === "created");
-      expect(created.map((m) => (m.data?.project as { projectID: number }).projectID)).toEqual([
-        ...missed.map((p) => p.projectID),
-        live,
-      ]);
+      const created = after.messages.filter((m) => m.data.change === "created");
+      expect(created.map(projectOf)).toEqual([...missed.map((p) => p.projectID), live]);
     });
     const ids = after.messages.filter((m) => m.id !== undefined).map((m) => Number(m.id));
     expect(ids).toEqual([...ids].sort((x, y) => x - y));
@@ -191,7 +200,8 @@ describe("live updates on the running system", () => {
 
   it("an admin's role change tells the user's stream, which then ends (the token is revoked)", async () => {
     const member = await people.newUser("Base");
-    const stream = await listen(member);
+    const stream = listen(member);
+    await stream.state.opened;
     const change = await client.api("PATCH", `/user/updaterole/${member.wallet.address}/Whitelist`, {
       authorization: `Bearer ${admin.token}`,
     });
@@ -200,7 +210,10 @@ describe("live updates on the running system", () => {
       expect(stream.messages.filter((m) => m.event === "role").map((m) => m.data)).toEqual([
         { role: "Whitelist", previousRole: "Base" },
       ]);
+      // Its reconnection is refused: the token no longer speaks for the account.
       expect(stream.state.ended).toBe(true);
+      expect(stream.state.error).toBeInstanceOf(ApiError);
+      expect((stream.state.error as ApiError).status).toBe(401);
     });
   });
 });

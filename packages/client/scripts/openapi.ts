@@ -9,6 +9,7 @@ import path from "node:path";
 import { createInMemoryBus } from "@fundraise/bus/testing";
 import { buildGateway } from "@fundraise/gateway/src/app.ts";
 import { loadConfig } from "@fundraise/gateway/src/config.ts";
+import { createMemoryLiveLog } from "@fundraise/gateway/src/test/live-log.ts";
 import { createKuboIpfs } from "@fundraise/ipfs";
 import { silentLogger } from "@fundraise/service-kit/testing";
 import { Redis } from "ioredis";
@@ -29,6 +30,8 @@ export async function gatewayDocument(): Promise<unknown> {
     redis,
     log: silentLogger(),
     ipfs: createKuboIpfs({ url: "http://127.0.0.1:5001", timeoutMs: 1000, readTimeoutMs: 1000 }),
+    // Never started: the document describes /events without following any log.
+    liveLog: createMemoryLiveLog(),
   });
   try {
     await app.ready();

@@ -1,13 +1,11 @@
 /**
- * The messages of the gateway's live-update stream (`GET /events`), by type (the SSE `event:` field).
- *
- * Written here from the stream's wire contract because the OpenAPI document does not describe them yet.
- * Once the gateway's document carries one schema per message type, take these types from
- * `generated/schema.ts` instead and delete the hand-written ones. The records they carry (ProjectDTO,
- * an invitation, a role) are already taken from the document.
+ * The messages of the gateway's live-update stream (`GET /events`), by type (the SSE `event:` field),
+ * taken from the gateway's OpenAPI document (one schema per message type). `ProjectMessage` narrows the
+ * document's union so that `deleted` carries the project's id only.
  */
-import type { paths } from "./generated/schema.ts";
+import type { components, paths } from "./generated/schema.ts";
 
+type Schemas = components["schemas"];
 type JsonAnswer<Route, Status extends number> = Route extends {
   responses: { [S in Status]: { content: { "application/json": infer A } } };
 }
@@ -24,46 +22,27 @@ export type UserDTO = DataOf<JsonAnswer<paths["/user/get"]["get"], 200>>;
 /** A platform role (`Admin`, `Whitelist`, `Viewer`, `Base`, `Blacklist`), null for none. */
 export type UserRole = UserDTO["role"];
 
-/** An invitation to a project, as in a UserDTO's `invitations`. */
-export type Invitation = NonNullable<UserDTO["invitations"]>[number];
-
 /** What happened to a project; `deleted` carries only its id. */
-export type ProjectChange =
-  | "created"
-  | "updated"
-  | "viewer-accepted"
-  | "status"
-  | "rated"
-  | "auction"
-  | "deleted";
+export type ProjectChange = Schemas["ProjectMessage"]["change"];
 
 /** `event: project`. `indexedBlock`: the chain block the change reflects, when it came from the chain. */
 export type ProjectMessage =
   | { change: Exclude<ProjectChange, "deleted">; project: ProjectDTO; indexedBlock?: number }
   | { change: "deleted"; project: { projectID: number }; indexedBlock?: number };
 
-/** `event: invitation`: an invitation to or from the caller was made, withdrawn or accepted. */
-export interface InvitationMessage {
-  change: "created" | "withdrawn" | "accepted";
-  invitation: Invitation;
-}
+/** `event: invitation`: an invitation to the caller was made, withdrawn or accepted. */
+export type InvitationMessage = Schemas["InvitationMessage"];
+/** An invitation to a project (ProjectPermission). */
+export type Invitation = InvitationMessage["invitation"];
 
 /** `event: role`: the caller's role changed; sign in again for a token with the new one. */
-export interface RoleMessage {
-  role: UserRole;
-  previousRole: UserRole;
-}
+export type RoleMessage = Schemas["RoleMessage"];
 
 /** `event: chain` (no `id:`): how far the indexer has read the chain. */
-export interface ChainMessage {
-  indexedBlock: number;
-  headBlock: number;
-}
+export type ChainMessage = Schemas["ChainMessage"];
 
 /** `event: reset`: the stream could not resume from the last id; reload state, the stream goes on live. */
-export interface ResetMessage {
-  reason: string;
-}
+export type ResetMessage = Schemas["ResetMessage"];
 
 /** Each message type of the stream and its data. */
 export interface StreamMessages {

@@ -2548,6 +2548,152 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live updates (text/event-stream)
+         * @description Server-Sent Events. Each message: `id:` (an opaque resume position; send it back as `Last-Event-ID` or `lastEventId`), `event:` (its type) and `data:` (one line of JSON). Types: `project` (ProjectMessage), `invitation` (InvitationMessage), `role` (RoleMessage), `chain` (ChainMessage), `reset` (ResetMessage). A comment is sent every 15 s. Identify with `Authorization: Bearer <jwt>`, or `?ticket=` from POST /events/ticket (EventSource cannot send headers); anonymous streams are allowed.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    ticket?: string;
+                    lastEventId?: string;
+                };
+                header?: {
+                    "last-event-id"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Server-Sent Events. Each message: `id:` (an opaque resume position; send it back as `Last-Event-ID` or `lastEventId`), `event:` (its type) and `data:` (one line of JSON). Types: `project` (ProjectMessage), `invitation` (InvitationMessage), `role` (RoleMessage), `chain` (ChainMessage), `reset` (ResetMessage). A comment is sent every 15 s. Identify with `Authorization: Bearer <jwt>`, or `?ticket=` from POST /events/ticket (EventSource cannot send headers); anonymous streams are allowed. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": components["schemas"]["ProjectMessage"] | components["schemas"]["InvitationMessage"] | components["schemas"]["RoleMessage"] | components["schemas"]["ChainMessage"] | components["schemas"]["ResetMessage"];
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {object|null} */
+                            data: never | null;
+                            message: string;
+                            /** @enum {boolean} */
+                            success: false;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {object|null} */
+                            data: never | null;
+                            message: string;
+                            /** @enum {boolean} */
+                            success: false;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/ticket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A single-use ticket (30 s) for GET /events?ticket=, for EventSource */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: string;
+                            /** @enum {object|null} */
+                            message: never | null;
+                            /** @enum {boolean} */
+                            success: true;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "4XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {object|null} */
+                            data: never | null;
+                            message: string;
+                            /** @enum {boolean} */
+                            success: false;
+                        };
+                    };
+                };
+                /** @description Default Response */
+                "5XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {object|null} */
+                            data: never | null;
+                            message: string;
+                            /** @enum {boolean} */
+                            success: false;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -3677,7 +3823,112 @@ export interface paths {
 }
 export type webhooks = Record<string, never>;
 export interface components {
-    schemas: never;
+    schemas: {
+        /** @description event: chain — the index advanced (at most once a second; no id) */
+        ChainMessage: {
+            headBlock: number;
+            indexedBlock: number;
+        };
+        /** @description event: invitation — an invitation to the caller */
+        InvitationMessage: {
+            /** @enum {unknown} */
+            change: "created" | "withdrawn" | "accepted";
+            invitation: {
+                /** @description database id */
+                id: number;
+                isAccepted: boolean;
+                /** @description database id */
+                projectID: number;
+                /** @enum {unknown} */
+                role: "Owner" | "Co-Owner" | "Editor";
+                /** @description database id */
+                userID: number;
+            };
+        };
+        ProjectDTO: {
+            auctionStatus: (never | null) | ("Off" | "Running" | "Paused" | "Ended");
+            /**
+             * Format: date-time
+             * @description ISO-8601 UTC
+             */
+            date: string | null;
+            fileHash: string;
+            /** @description the project file as hex, when asked for withHex (the gateway reads it) */
+            fileHex?: string;
+            /** @description IPFS path of the image */
+            imageUrl: string | null;
+            isAuctionCreated: boolean;
+            isAuctionStarted: boolean;
+            markDown: string;
+            projectDescription: string | null;
+            /** @description database id */
+            projectID: number;
+            projectName: string;
+            proposerAddress: string | null;
+            rating: number;
+            /** @enum {unknown} */
+            status: "Approved" | "Pending" | "Rejected";
+            viewerAccepted: boolean;
+            viewerAcceptedAddress: string | null;
+        };
+        /** @description event: project — a project the caller may see changed */
+        ProjectMessage: {
+            /** @enum {unknown} */
+            change: "created" | "updated" | "viewer-accepted" | "status" | "rated" | "auction" | "deleted";
+            /** @description the block a chain-derived change came from */
+            indexedBlock?: number;
+            /** @description the project as GET /Project/Get/{id} answers it now; for `deleted`, only its id */
+            project: {
+                auctionStatus: (never | null) | ("Off" | "Running" | "Paused" | "Ended");
+                /**
+                 * Format: date-time
+                 * @description ISO-8601 UTC
+                 */
+                date: string | null;
+                fileHash: string;
+                /** @description the project file as hex, when asked for withHex (the gateway reads it) */
+                fileHex?: string;
+                /** @description IPFS path of the image */
+                imageUrl: string | null;
+                isAuctionCreated: boolean;
+                isAuctionStarted: boolean;
+                markDown: string;
+                projectDescription: string | null;
+                /** @description database id */
+                projectID: number;
+                projectName: string;
+                proposerAddress: string | null;
+                rating: number;
+                /** @enum {unknown} */
+                status: "Approved" | "Pending" | "Rejected";
+                viewerAccepted: boolean;
+                viewerAcceptedAddress: string | null;
+            } | {
+                /** @description database id */
+                projectID: number;
+            };
+        };
+        ProjectPermission: {
+            /** @description database id */
+            id: number;
+            isAccepted: boolean;
+            /** @description database id */
+            projectID: number;
+            /** @enum {unknown} */
+            role: "Owner" | "Co-Owner" | "Editor";
+            /** @description database id */
+            userID: number;
+        };
+        /** @description event: reset — the resume position is unknown or too old: reload, the stream goes on live */
+        ResetMessage: {
+            reason: string;
+        };
+        /** @description event: role — the caller's role changed; sign in again */
+        RoleMessage: {
+            previousRole: (never | null) | ("Admin" | "Whitelist" | "Viewer" | "Base" | "Blacklist");
+            role: (never | null) | ("Admin" | "Whitelist" | "Viewer" | "Base" | "Blacklist");
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;

@@ -5,6 +5,11 @@ import type { Server } from "../server.ts";
 /** The OpenAPI document is generated from the same route schemas that validate requests. */
 export async function registerOpenApi(app: Server, publicBaseUrl: string): Promise<void> {
   await app.register(swagger, {
+    // Shared schemas (the event stream's messages) by their own names, not `def-N`.
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) =>
+        typeof json.$id === "string" ? json.$id : `def-${i}`,
+    },
     openapi: {
       openapi: "3.0.3",
       info: {
