@@ -109,12 +109,28 @@ async function signedInUser(): Promise<string> {
   return login.body.data as string;
 }
 
-/** req/s and latency under load; `headers` for a conditional GET, whose 304s count as answers. */
+/**
+ * req/s and latency under load; `headers` for a conditional GET, whose 304s count as answers. Also the
+ * CPU per request of the serving processes (gateway, the service answering, RabbitMQ) and of the load
+ * generator (this process): on 2 cores they share, req/s of a large answer is the client's as much as
+ * the server's.
+ */
 async function load(url: string, headers: Record<string, string> = {}) {
   await autocannon({ url, connections, duration: 2, headers });
+  const serving = [servicePid("gateway"), servicePid("projects"), servicePid("users"), ...pidsOf("beam.smp")];
+  const serverCpu = () => serving.reduce((sum, pid) => sum + cpuMs(pid), 0);
+  const [server0, client0] = [serverCpu(), cpuMs(process.pid)];
   const r = await autocannon({ url, connections, duration, headers });
+  const requests = r.requests.total || 1;
   const bad = r.non2xx - (headers["if-none-match"] ? r["3xx"] : 0) + r.errors;
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, bad };
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    bad,
+    serverUs: ((serverCpu() - server0) * 1000) / requests,
+    clientUs: ((cpuMs(process.pid) - client0) * 1000) / requests,
+  };
 }
 
 try {
@@ -266,14 +282,21 @@ try {
     `\nanonymous GET, ${connections} connections, ${duration} s each (Get/All: ${listed.data.length} projects, ${(listBytes / 1024).toFixed(0)} KiB)\n`,
   );
   console.log(
-    `${"".padEnd(24)} ${"req/s".padStart(8)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"non-2xx/errors".padStart(15)}`,
+    `${"".padEnd(24)} ${"req/s".padStart(8)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"non-2xx/errors".padStart(15)}` +
+      `${"server µs/req".padStart(15)} ${"client µs/req".padStart(14)}`,
   );
   const row = (name: string, r: typeof list) =>
-    `${name.padEnd(24)} ${r.rps.toFixed(0).padStart(8)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.bad).padStart(15)}`;
+    `${name.padEnd(24)} ${r.rps.toFixed(0).padStart(8)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.bad).padStart(15)}` +
+    `${r.serverUs.toFixed(0).padStart(15)} ${r.clientUs.toFixed(0).padStart(14)}`;
   console.log(row("GET /Project/Get/All", list));
   console.log(row("  the same, gzip", zipped));
   console.log(row("  the same, 304", notModified));
   console.log(row("GET /user/learnusercount", count));
+  console.log(
+    `Get/All / learnusercount: req/s ${(list.rps / count.rps).toFixed(2)}× (gzip ${(zipped.rps / count.rps).toFixed(2)}×, ` +
+      `304 ${(notModified.rps / count.rps).toFixed(2)}×); server CPU per request ${(list.serverUs / count.serverUs).toFixed(2)}× ` +
+      `(gzip ${(zipped.serverUs / count.serverUs).toFixed(2)}×, 304 ${(notModified.serverUs / count.serverUs).toFixed(2)}×)`,
+  );
 } finally {
   closeConnections();
   await sys.stop();

@@ -181,6 +181,20 @@ describe("live hub: visibility per subscriber (behaviour.md §4)", () => {
     expect(s.hub.size).toBe(1);
   });
 
+  it("a stream ends when its token expires (the client signs in again and resumes)", async () => {
+    const s = system();
+    await s.hub.start();
+    const c = client();
+    s.hub.subscribe(
+      { caller: person(8, "Base"), tokenVersion: 0, expiresAt: Date.now() + 50 },
+      c.connection,
+      undefined,
+    );
+    expect(c.state.ended).toBe(false);
+    await new Promise((r) => setTimeout(r, 120));
+    expect(c.state.ended).toBe(true);
+  });
+
   it("a session revoked without any event of its own: the next message is judged by it, and the stream ends", async () => {
     const s = system();
     await s.hub.start();

@@ -239,7 +239,9 @@ export function createLiveHub(options: LiveHubOptions): LiveHub {
       };
       subscribers.add(s);
       if (identity.expiresAt !== null) {
-        s.expiry = setTimeout(() => drop(s, "token expired"), Math.max(0, identity.expiresAt - Date.now()));
+        // (A timer longer than 2^31 - 1 ms would fire at once.)
+        const left = Math.min(Math.max(0, identity.expiresAt - Date.now()), 2 ** 31 - 1);
+        s.expiry = setTimeout(() => drop(s, "token expired"), left);
         s.expiry.unref();
       }
       const detach = () => drop(s, "closed");

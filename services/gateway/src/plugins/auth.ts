@@ -38,8 +38,8 @@ export interface VerifiedToken {
   caller: Caller;
   /** The account version the token was issued at (its `sv` claim; 0 without one). */
   tokenVersion: number;
-  /** Epoch ms of its expiry. */
-  expiresAt: number;
+  /** Epoch ms of its expiry; null for a token without one. */
+  expiresAt: number | null;
 }
 
 export interface TokenVerifier {
@@ -130,7 +130,7 @@ export function createTokenVerifier(deps: {
     const refused = sessionError(session, tokenVersion);
     if (refused) throw refused;
     if (session.role && USER_ROLES.includes(session.role)) caller.role = session.role;
-    return { caller, tokenVersion, expiresAt: (payload.exp ?? 0) * 1000 };
+    return { caller, tokenVersion, expiresAt: payload.exp === undefined ? null : payload.exp * 1000 };
   }
 
   return {

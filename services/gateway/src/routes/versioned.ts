@@ -12,7 +12,8 @@ const GZIP_FROM_BYTES = 1024;
 const JSON_TYPE = "application/json; charset=utf-8";
 
 interface Kept {
-  text: string;
+  /** The serialized answer, encoded once (a kept copy is sent many times). */
+  body: Buffer;
   /** The same answer gzipped, made once on the first request that accepts it. */
   gzipped?: Promise<Buffer>;
 }
@@ -45,11 +46,11 @@ function acceptsGzip(request: FastifyRequest): boolean {
 // (A reply is thenable: these functions settle when it is sent, and never resolve to it.)
 async function send(entry: Kept, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   reply.type(JSON_TYPE);
-  if (entry.text.length < GZIP_FROM_BYTES || !acceptsGzip(request)) {
-    reply.send(entry.text);
+  if (entry.body.length < GZIP_FROM_BYTES || !acceptsGzip(request)) {
+    reply.send(entry.body);
     return;
   }
-  entry.gzipped ??= gzip(entry.text);
+  entry.gzipped ??= gzip(entry.body);
   reply.header("content-encoding", "gzip").send(await entry.gzipped);
 }
 
@@ -69,7 +70,7 @@ export async function sendByContent(
     reply.code(304).send();
     return;
   }
-  await send({ text }, request, reply);
+  await send({ body: Buffer.from(text) }, request, reply);
 }
 
 export function versionedAnswers() {
@@ -94,7 +95,7 @@ export function versionedAnswers() {
 
     /** Serializes the answer as the route's schema says, keeps it under `tag`, and sends it. */
     keep(tag: string, request: FastifyRequest, reply: FastifyReply, body: unknown): Promise<void> {
-      const entry: Kept = { text: String(reply.serialize(body)) };
+      const entry: Kept = { body: Buffer.from(String(reply.serialize(body))) };
       if (kept.size >= MAX_KEPT) kept.delete(kept.keys().next().value as string);
       kept.set(tag, entry);
       return send(entry, request, reply);
