@@ -68,6 +68,7 @@ function listen(user: User | null, options: { base?: string; lastEventId?: strin
       invitation: keep("invitation"),
       role: keep("role"),
       reset: keep("reset"),
+      chain: keep("chain"),
       open: () => opened(),
       error: (error) => {
         state.error = error;
@@ -145,6 +146,11 @@ describe("live updates on the running system", () => {
       for (const s of [own, view, adm])
         expect(changes(s.messages, id)).toEqual(["created", "viewer-accepted", "status"]);
     });
+    // How far the indexer is, without an id (the chain's progress is a state, not an event).
+    await eventually(() => expect(anonymous.messages.some((m) => m.event === "chain")).toBe(true));
+    const chain = anonymous.messages.find((m) => m.event === "chain");
+    expect(chain?.id).toBeUndefined();
+    expect(chain?.data.headBlock).toBeGreaterThanOrEqual(Number(chain?.data.indexedBlock));
   });
 
   it("an invitation reaches its invitee with the hidden project; the decline takes it out of their view", async () => {

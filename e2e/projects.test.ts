@@ -383,10 +383,12 @@ describe("the web client's flows", () => {
     const asAdmin = await getAll(admin.token, anonymous);
     expect(asAdmin.status).toBe(200);
     expect(asAdmin.headers.get("etag")).not.toBe(anonymous);
-    // A member's view depends on their memberships: no ETag, listed each time.
+    // A member's view depends on their memberships: listed each time, its content's ETag saves the transfer.
     const asOwner = await getAll(owner.token);
     expect(asOwner.status).toBe(200);
-    expect(asOwner.headers.get("etag")).toBeNull();
+    const own = asOwner.headers.get("etag") as string;
+    expect(own).not.toBe(anonymous);
+    expect((await getAll(owner.token, own)).status).toBe(304);
     // Any change to a project moves the version, even one anonymous callers do not see yet.
     await apply(outsider, "moves the version", { image: false });
     const third = await getAll(undefined, anonymous);

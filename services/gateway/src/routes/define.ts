@@ -101,6 +101,11 @@ interface RouteOptions<D extends RpcDescriptor, S extends InputSchemas> {
    * `ETag`, a matching `If-None-Match` gets 304, and the serialized answer is kept (routes/versioned.ts).
    */
   version?: (input: RouteInput<Caller | null, S>) => Promise<string | null>;
+  /**
+   * A read a client may keep: `private, no-cache`, an ETag of the answer's content (or of its version),
+   * 304 when the client holds it, gzip when accepted. Implied by `version`.
+   */
+  revalidate?: boolean;
 }
 
 /** A route anyone may call: the caller is null without a (valid) token. */
@@ -154,7 +159,8 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
 ): void {
   const status = route.status ?? 200;
   const versioned = route.version ? versionedAnswers() : null;
-  const reads = route.method === "GET" && !route.bare;
+  const reads =
+    route.method === "GET" && !route.bare && (route.revalidate === true || route.version !== undefined);
   const dataSchema = inline(route.response ?? route.rpc.response);
   const schema: RouteSchema<S> = {
     // Through JSON, which also leaves out the input parts the route does not have.
@@ -181,9 +187,7 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
       access: route.access,
       ...(route.perMinute ? { rateLimit: { max: route.perMinute, timeWindow: 60_000 } } : {}),
       // A versioned answer may be kept by the client, which asks again with If-None-Match every time.
-      ...(route.cacheControl || route.version
-        ? { cacheControl: route.cacheControl ?? "private, no-cache" }
-        : {}),
+      ...(route.cacheControl || reads ? { cacheControl: route.cacheControl ?? "private, no-cache" } : {}),
     },
     schema,
     handler: async (request, reply) => {

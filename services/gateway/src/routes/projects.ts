@@ -74,6 +74,8 @@ export function registerProjectRoutes(
     input: { params: IdParams },
     rpc: ProjectsRpc.get,
     request: ({ caller, params }) => ({ caller, id: params.id }),
+    // A shared view's single read moves with the table's version, as its lists do: 304 without reading it.
+    version: ({ caller, params, request }) => listTag(caller, `get:${params.id}`, request),
   });
   registerRpcRoute(app, bus, {
     method: "DELETE",
@@ -175,6 +177,7 @@ export function registerProjectRoutes(
       method: "GET",
       url,
       tag,
+      revalidate: true,
       summary: "Projects where the caller is an accepted member",
       access: "signed-in",
       input: { params: Type.Object({ withHex: Type.Optional(Type.Boolean()) }) },
@@ -187,6 +190,7 @@ export function registerProjectRoutes(
     method: "GET",
     url: "/Project/GetAllInvitations",
     tag,
+    revalidate: true,
     summary: "Projects where the caller has a pending invitation",
     access: "signed-in",
     input: { querystring: NoInput },
@@ -209,6 +213,7 @@ export function registerProjectRoutes(
       method: "GET",
       url,
       tag,
+      revalidate: true,
       summary: "File hashes: of started auctions (signed in), or all (admin)",
       access: "signed-in",
       input: { params: Type.Object({ areOnlyAuctionsStarted: Type.Optional(Type.Boolean()) }) },
@@ -233,6 +238,7 @@ export function registerProjectRoutes(
     method: "GET",
     url: "/Project/ViewerPage/GetAll",
     tag,
+    revalidate: true,
     summary: "Projects awaiting a viewer (Viewer, Admin)",
     access: ["Viewer", "Admin"],
     input: { querystring: NoInput },

@@ -86,6 +86,25 @@ describe("GET /Project/Get/All by version", () => {
     expect(listed.map((caller) => caller?.role ?? null)).toEqual([null, "Admin"]);
   });
 
+  it("a single read of a shared view: 304 without reading the project while the version holds", async () => {
+    let reads = 0;
+    await h.bus.serve(ProjectsRpc.get, async ({ id }) => {
+      reads += 1;
+      return projectDto(id, { projectName: `v${version}` });
+    });
+    const first = await get("/Project/Get/7");
+    expect(first.statusCode).toBe(200);
+    const etag = String(first.headers.etag);
+    expect((await get("/project/get/7/", { "if-none-match": etag })).statusCode).toBe(304);
+    expect(reads).toBe(1);
+    // Another project of the same view has its own tag.
+    expect((await get("/Project/Get/8", { "if-none-match": etag })).statusCode).toBe(200);
+    version = 2;
+    const moved = await get("/Project/Get/7", { "if-none-match": etag });
+    expect(moved.statusCode).toBe(200);
+    expect(moved.json().data.projectName).toBe("v2");
+  });
+
   it("a caller whose list is their own, and withHex, are listed each time; the content's ETag saves the transfer", async () => {
     const base = { authorization: `Bearer ${await h.signer.sign({ userId: 5, role: "Base" })}` };
     const first = await get("/Project/Get/All", base);
