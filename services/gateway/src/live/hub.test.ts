@@ -195,6 +195,20 @@ describe("live hub: visibility per subscriber (behaviour.md §4)", () => {
     expect(c.state.ended).toBe(true);
   });
 
+  it("a demotion whose event comes after other messages: the next one ends the stream, saying why", async () => {
+    const s = system();
+    await s.hub.start();
+    const viewer = client();
+    s.hub.subscribe(as(person(6, "Viewer")), viewer.connection, undefined);
+    s.sessions.set(6, { role: "Base", version: 4, revokedBelow: 4, deleted: false });
+    s.project(1, pending);
+    await s.change(1, "created", null);
+    expect(viewer.messages()).toEqual([
+      { event: "role", id: undefined, role: "Base", previousRole: "Viewer" },
+    ]);
+    expect(viewer.state.ended).toBe(true);
+  });
+
   it("a session revoked without any event of its own: the next message is judged by it, and the stream ends", async () => {
     const s = system();
     await s.hub.start();

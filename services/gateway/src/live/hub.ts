@@ -121,20 +121,29 @@ export function createLiveHub(options: LiveHubOptions): LiveHub {
         session === null || session === undefined || sessionError(session, s.identity.tokenVersion) !== null;
       if (!refused && session?.role && session.role !== caller.role) caller.role = session.role;
     }
+    let told = false;
     for (const p of batch) {
       if (p.offset <= s.position) continue;
       s.position = p.offset;
       let message: Outbound | null = null;
-      if (p.kind === "role" && caller?.userId === p.userId)
+      if (p.kind === "role" && caller?.userId === p.userId) {
         message = { id: String(p.offset), event: "role", data: p.data };
-      else if (refused) continue;
+        told = true;
+      } else if (refused) continue;
       else if (p.kind === "project") message = projectMessageFor(caller, p);
       else if (p.kind === "invitation" && caller?.userId === p.userId) {
         message = { id: String(p.offset), event: "invitation", data: p.data };
       } else if (p.kind === "user-deleted" && caller?.userId === p.userId) refused = true;
       if (message) write(s, message);
     }
-    if (refused) drop(s, "session refused");
+    if (refused) {
+      // The session changed before its event arrived (other events came first): say why all the same.
+      const role = session?.deleted ? null : session?.role;
+      if (caller && session && !told && role !== caller.role) {
+        write(s, { event: "role", data: JSON.stringify({ role, previousRole: caller.role }) });
+      }
+      drop(s, "session refused");
+    }
     return subscribers.has(s);
   }
 
