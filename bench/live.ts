@@ -13,6 +13,7 @@ import http from "node:http";
 import { parseArgs } from "node:util";
 import { Wallet } from "ethers";
 import { memoryOf, servicePid } from "./lib/processes.ts";
+import { liftRateLimits } from "./lib/services.ts";
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((a) => a !== "--"),
@@ -26,14 +27,7 @@ const idleCount = Number(values.idle);
 const subscriberCount = Number(values.subscribers);
 const writes = Number(values.writes);
 
-Object.assign(process.env, {
-  AUTH_RATE_LIMIT_PER_MINUTE: "1000000",
-  RATE_LIMIT_PER_MINUTE: "100000000",
-  NONCE_PER_IP_PER_MINUTE: "1000000",
-  NONCE_PER_IP_ADDRESS_PER_MINUTE: "1000000",
-  REGISTER_PER_IP_PER_HOUR: "1000000",
-  REGISTER_PER_IP_ADDRESS_PER_HOUR: "1000000",
-});
+liftRateLimits();
 const { startSystem } = await import("../e2e/system.ts");
 const sys = await startSystem();
 const agent = new http.Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });

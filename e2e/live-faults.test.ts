@@ -1,5 +1,5 @@
 import { createClient as createApiClient } from "@fundraise/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { freePort } from "../scripts/lib/processes.ts";
 import { createClient } from "./client.ts";
 import { type System, startSystem } from "./system.ts";
@@ -30,18 +30,8 @@ async function add(name: string): Promise<number> {
   return (res.body.data as { projectID: number }).projectID;
 }
 
-async function eventually(check: () => void, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
+/** Waits until `check` holds (the path is asynchronous: outbox, broker, stream, hub). */
+const eventually = (check: () => void) => vi.waitFor(check, { timeout: 15_000, interval: 50 });
 
 describe("a gateway replica killed with streams attached", () => {
   it("its subscribers reconnect to another replica and get every change once, in order", async () => {

@@ -1,5 +1,5 @@
 import { ApiError, createClient as createApiClient } from "@fundraise/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createClient } from "./client.ts";
 import {
   createPeople,
@@ -89,18 +89,7 @@ function listen(user: User | null, options: { base?: string; lastEventId?: strin
 }
 
 /** Waits until `check` holds (the path is asynchronous: outbox, broker, stream, hub). */
-async function eventually(check: () => void, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
+const eventually = (check: () => void) => vi.waitFor(check, { timeout: 10_000, interval: 50 });
 
 const projectOf = (m: Message) => (m.data.project as { projectID: number }).projectID;
 const about = (messages: Message[], projectID: number) =>
