@@ -152,6 +152,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     views: (projectIds) => bus.call(ProjectsRpc.views, { projectIds }),
     sessions,
     logger: deps.log.child({ component: "live" }),
+    maxBufferedBytes: config.live.maxBufferedBytes,
   });
   await registerEventRoutes(app, { hub: live, verifier, tickets: createTickets(redis, config.redis.prefix) });
   const progress = followChainProgress({ redis, prefix: config.redis.prefix, hub: live, log: deps.log });

@@ -59,6 +59,11 @@ export const GatewayEnv = {
     description: "largest body of Project/Add and Project/Update (file and image as hex)",
   }),
   TRUST_PROXY: Type.Boolean({ default: false, description: "take the client IP from X-Forwarded-For" }),
+  LIVE_MAX_BUFFERED_BYTES: Type.Integer({
+    default: 1_048_576,
+    minimum: 1024,
+    description: "unsent bytes a GET /events subscriber may hold before it is cut off (it resumes)",
+  }),
 };
 
 export type GatewayConfig = ReturnType<typeof loadConfig>;
@@ -74,6 +79,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     metrics: { port: e.METRICS_PORT, host: e.METRICS_HOST },
     trustProxy: e.TRUST_PROXY,
+    live: { maxBufferedBytes: e.LIVE_MAX_BUFFERED_BYTES },
     publicBaseUrl: e.PUBLIC_BASE_URL,
     publicAppUrl: e.PUBLIC_APP_URL || e.PUBLIC_BASE_URL,
     corsOrigins:

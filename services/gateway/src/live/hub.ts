@@ -16,8 +16,11 @@ export interface StreamIdentity {
 export interface StreamConnection {
   /** Writes a message; answers the bytes the connection holds unsent. */
   write(message: Outbound): number;
-  /** Ends the stream (the client reconnects with Last-Event-ID). */
-  end(): void;
+  /**
+   * Ends the stream (the client reconnects with Last-Event-ID); `abrupt` drops what is unsent at once
+   * (a subscriber that stopped reading would never let a graceful end finish).
+   */
+  end(abrupt?: boolean): void;
 }
 
 export interface LiveHubOptions {
@@ -83,19 +86,19 @@ export function createLiveHub(options: LiveHubOptions): LiveHub {
   const seen = new SeenIds();
   let positionTimer: NodeJS.Timeout | undefined;
 
-  function drop(s: Subscriber, reason: string): void {
+  function drop(s: Subscriber, reason: string, abrupt = false): void {
     if (!subscribers.delete(s)) return;
     s.abort.abort();
     clearTimeout(s.expiry);
     logger.debug({ reason, userId: s.identity.caller?.userId ?? null }, "live stream ended");
-    s.connection.end();
+    s.connection.end(abrupt);
   }
 
   function write(s: Subscriber, message: Outbound): void {
     if (!subscribers.has(s)) return;
     const buffered = s.connection.write(message);
     if (message.id !== undefined) s.sentId = Number(message.id);
-    if (buffered > maxBuffered) drop(s, "slow");
+    if (buffered > maxBuffered) drop(s, "slow", true);
   }
 
   /** The session of every signed-in subscriber among `of`, read once per user; a failed read refuses. */
@@ -168,7 +171,7 @@ export function createLiveHub(options: LiveHubOptions): LiveHub {
     for (const s of subscribers) {
       if (s.pending !== null) {
         s.pending.push(...batch);
-        if (s.pending.length > maxPending) drop(s, "slow while resuming");
+        if (s.pending.length > maxPending) drop(s, "slow while resuming", true);
         continue;
       }
       deliver(s, batch, s.identity.caller ? states.get(s.identity.caller.userId) : undefined);

@@ -1,5 +1,6 @@
+import net from "node:net";
 import { ProjectsRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
 import { projectDto } from "../test/route-samples.ts";
 
@@ -173,6 +174,59 @@ describe("GET /events", () => {
       const messages = await stream.until(3);
       expect(messages.slice(1).map((m) => JSON.parse(m.data ?? "").project.projectID)).toEqual([2, 3]);
       stream.close();
+    }
+  });
+});
+
+describe("GET /events: a subscriber that stops reading", () => {
+  it("is cut off past its buffer while another on the same gateway gets every message", async () => {
+    const small = await createHarness({ LIVE_MAX_BUFFERED_BYTES: "262144" });
+    // Large projects, so the kernel's socket buffers fill with few messages.
+    const markDown = "x".repeat(40_000);
+    await small.bus.serve(ProjectsRpc.views, async ({ projectIds }) =>
+      projectIds.map((id) => ({ project: { ...projectDto(id), markDown }, memberIds: [] })),
+    );
+    const url = await small.app.listen({ port: 0, host: "127.0.0.1" });
+    try {
+      const { port } = new URL(url);
+      // The slow one: asks for the stream over a raw socket, then never reads.
+      const slow = net.connect(Number(port), "127.0.0.1");
+      await new Promise((resolve) => slow.once("connect", resolve));
+      slow.write(`GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+      await new Promise((resolve) => slow.once("data", resolve));
+      slow.pause();
+      const closed = new Promise<void>((resolve) => slow.once("close", () => resolve()));
+      const fast = await fetch(`${url}/events`);
+      const reader = (fast.body as ReadableStream<Uint8Array>).getReader();
+      let received = 0;
+      const reading = (async () => {
+        const decoder = new TextDecoder();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) return;
+          received += (decoder.decode(value, { stream: true }).match(/event: project/g) ?? []).length;
+        }
+      })();
+      const total = 800;
+      for (let i = 0; i < total; i++) {
+        await small.liveLog.append("projects.project.changed", {
+          projectId: i + 1,
+          change: "rated",
+          before: { ...open, memberIds: [] },
+        });
+        // Changes come over the network, not in one turn of the loop: the readers get to read between.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await vi.waitFor(() => expect(received).toBe(total), { timeout: 10_000 });
+      // The hub let the slow one go; once it reads again it finds its stream ended by the server.
+      expect(small.app.live.size).toBe(1);
+      slow.resume();
+      await closed;
+      await reader.cancel();
+      await reading;
+      slow.destroy();
+    } finally {
+      await small.close();
     }
   });
 });

@@ -106,7 +106,7 @@ export async function registerEventRoutes(
             if (stream.isConnected) stream.send({ data: undefined, ...message }).catch(() => undefined);
             return reply.raw.writableLength;
           },
-          end: () => stream.close(),
+          end: (abrupt) => (abrupt ? reply.raw.destroy() : stream.close()),
         },
         request.headers["last-event-id"] ?? query.lastEventId,
       );
