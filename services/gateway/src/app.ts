@@ -22,6 +22,7 @@ import {
   URL_LIMIT,
 } from "./plugins/edge-errors.ts";
 import { registerErrorHandling } from "./plugins/error-handler.ts";
+import { createIdempotencyStore } from "./plugins/idempotency.ts";
 import { createMetrics, type GatewayMetrics, observeRequests } from "./plugins/metrics.ts";
 import { registerOpenApi } from "./plugins/openapi.ts";
 import { registerPlainNumbers } from "./plugins/plain-numbers.ts";
@@ -98,6 +99,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   });
 
   registerRouteTable(app);
+  app.decorate("idempotency", createIdempotencyStore(redis, config.redis.prefix));
   registerErrorHandling(app);
   registerHttpEdge(app);
   observeRequests(app, deps.metrics ?? createMetrics());

@@ -208,6 +208,10 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
       if (versioned && tag !== null) {
         if (await versioned.answer(tag, request, reply)) return reply;
       }
+      // A write with an Idempotency-Key: its first answer again, or the key claimed for this one.
+      const keyUse = reads ? null : await app.idempotency.use(request, reply, rpcRequest);
+      if (keyUse?.kind === "replayed") return reply;
+      const claimed = keyUse?.kind === "claimed" ? keyUse : null;
       let result: ResponseOf<D>;
       let message: string | null;
       try {
@@ -215,6 +219,8 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
           requestId: request.id,
         }));
       } catch (error) {
+        // Nothing was done (writes are transactions): the key is free for the retry.
+        await claimed?.release();
         const appError = toAppError(error);
         const custom = route.sendError?.(reply.code(HTTP_STATUS_OF_KIND[appError.kind]), request, appError);
         if (custom) return custom;
@@ -233,6 +239,11 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
       if (reads) {
         await sendByContent(request, reply.code(status), body);
         return reply;
+      }
+      if (claimed) {
+        const text = String(reply.code(status).serialize(body));
+        await claimed.settle(status, text);
+        return reply.type("application/json; charset=utf-8").send(text);
       }
       return reply.code(status).send(body);
     },

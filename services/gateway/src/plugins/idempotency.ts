@@ -1,0 +1,95 @@
+import { createHash } from "node:crypto";
+import { ErrorCode, errors } from "@fundraise/protocol";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Redis } from "ioredis";
+
+/** How long a first answer is kept for its key (behaviour.md §8: 24 h). */
+const KEPT_MS = 24 * 3600 * 1000;
+/** How long a key stays claimed by a request under way: past any RPC's deadline (a crashed gateway's claim lapses). */
+const CLAIM_MS = 120_000;
+/** The draft's key: one token of visible ASCII (a UUID in practice). */
+const KEY = /^[\x21-\x7e]{1,255}$/;
+
+declare module "fastify" {
+  interface FastifyInstance {
+    idempotency: IdempotencyStore;
+  }
+}
+
+interface Claim {
+  fingerprint: string;
+  /** Set once answered: the status and the serialized answer, sent again as they were. */
+  status?: number;
+  body?: string;
+}
+
+/** What a write does with its `Idempotency-Key`: nothing (none), answer again, or claim the key. */
+export type KeyUse =
+  | { kind: "none" }
+  | { kind: "replayed" }
+  | { kind: "claimed"; settle(status: number, body: string): Promise<void>; release(): Promise<void> };
+
+/**
+ * `Idempotency-Key` on writes (behaviour.md §8; the IETF draft's semantics): the same key with the same
+ * request, from the same caller, within 24 h, answers the first answer again and does nothing twice; the
+ * same key with another request is 409; a request under way with it is 409 too (retry later). Kept in
+ * Redis, so every replica answers alike. A failed write did nothing (writes are transactions), so a
+ * failure frees the key: the retry runs, and fails alike or succeeds. The request is named by the RPC request the route built, with
+ * the caller's id: for an upload, the content's CID, not the hex of its body.
+ */
+export function createIdempotencyStore(redis: Redis, prefix: string) {
+  const keyOf = (scope: string, key: string) =>
+    `${prefix}idem:${scope}:${createHash("sha256").update(key).digest("base64url")}`;
+
+  return {
+    async use(request: FastifyRequest, reply: FastifyReply, rpcRequest: unknown): Promise<KeyUse> {
+      const raw = request.headers["idempotency-key"];
+      if (raw === undefined) return { kind: "none" };
+      if (typeof raw !== "string" || !KEY.test(raw)) {
+        throw errors.validation(
+          ErrorCode.VALIDATION_FAILED,
+          "Idempotency-Key must be one header of 1 to 255 visible ASCII characters.",
+        );
+      }
+      const scope = request.caller ? `u${request.caller.userId}` : `ip${request.ip}`;
+      const key = keyOf(scope, raw);
+      const { caller: _, ...rest } = (rpcRequest ?? {}) as { caller?: unknown };
+      const fingerprint = createHash("sha256")
+        .update(`${request.method} ${request.routeOptions.url} ${JSON.stringify(rest)}`)
+        .digest("base64url");
+      const claimed = await redis.set(key, JSON.stringify({ fingerprint }), "PX", CLAIM_MS, "NX");
+      if (claimed === null) {
+        const held = await redis.get(key);
+        const claim = held === null ? null : (JSON.parse(held) as Claim);
+        if (claim && claim.fingerprint !== fingerprint) {
+          throw errors.conflict(
+            ErrorCode.IDEMPOTENCY_KEY_REUSED,
+            "This Idempotency-Key was used for another request; use a new key.",
+          );
+        }
+        if (!claim || claim.status === undefined) {
+          throw errors.conflict(
+            ErrorCode.IDEMPOTENCY_KEY_IN_USE,
+            "A request with this Idempotency-Key is under way; retry once it has answered.",
+          );
+        }
+        reply
+          .code(claim.status)
+          .header("idempotent-replayed", "true")
+          .type("application/json; charset=utf-8")
+          .send(claim.body);
+        return { kind: "replayed" };
+      }
+      return {
+        kind: "claimed",
+        async settle(status, body) {
+          await redis.set(key, JSON.stringify({ fingerprint, status, body } satisfies Claim), "PX", KEPT_MS);
+        },
+        async release() {
+          await redis.del(key);
+        },
+      };
+    },
+  };
+}
+export type IdempotencyStore = ReturnType<typeof createIdempotencyStore>;
