@@ -193,6 +193,15 @@ describe("live updates on the running system", () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
+  it("a position the log does not hold answers reset, then the stream goes on live", async () => {
+    const member = await people.newUser("Base");
+    const stream = listen(member, { lastEventId: "999999999999" });
+    await stream.state.opened;
+    await eventually(() => expect(stream.messages[0]?.event).toBe("reset"));
+    const { projectID: id } = await addProject(member, "after a reset");
+    await eventually(() => expect(changes(stream.messages, id)).toEqual(["created"]));
+  });
+
   it("an admin's role change tells the user's stream, which then ends (the token is revoked)", async () => {
     const member = await people.newUser("Base");
     const stream = listen(member);

@@ -45,7 +45,9 @@ describe("CORS", () => {
       expect(res.statusCode).toBe(204);
       expect(res.headers["access-control-allow-origin"]).toBe(origin);
       expect(res.headers["access-control-allow-methods"]).toBe("GET, POST, PUT, PATCH, DELETE");
-      expect(res.headers["access-control-allow-headers"]).toBe("Authorization, Content-Type, X-Request-Id, Idempotency-Key");
+      expect(res.headers["access-control-allow-headers"]).toBe(
+        "Authorization, Content-Type, X-Request-Id, Idempotency-Key",
+      );
       expect(res.headers["access-control-max-age"]).toBe("600");
       expect(res.headers.vary).toContain("Origin");
     }
