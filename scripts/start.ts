@@ -5,6 +5,10 @@
  * where nothing answers, so a copied .env.example gives the same system as no .env; starts every service as
  * its own process, prints the gateway URL, and stops everything cleanly on Ctrl-C.
  *
+ * `pnpm start -- --scale users=3,gateway=2` runs several instances of a service (gateway replicas on
+ * consecutive ports from PORT, listed in the banner); a crashed instance is started again within a budget
+ * per minute (lib/instances.ts).
+ *
  * The services write JSON log lines; this script reads them and, on a terminal, prints each event as one
  * readable line with its service's name (LOG_FORMAT, lib/log-format.ts). The banner with the gateway URL
  * comes once the start-up lines have settled, so that it is the last thing on the screen.
@@ -14,11 +18,12 @@ import { once } from "node:events";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { styleText } from "node:util";
+import { parseArgs, styleText } from "node:util";
 import { startIpfsNode } from "@fundraise/ipfs-node";
 import { createLogger, type Logger } from "@fundraise/service-kit";
 import pg from "pg";
 import pino from "pino";
+import { instanceName, parseScale, restartBudget } from "./lib/instances.ts";
 import { chooseLogFormat, createLineFormatter, type LogFormat } from "./lib/log-format.ts";
 import { serviceNodeArgs, stopProcess } from "./lib/processes.ts";
 import { startLocalChain } from "./local-chain.ts";
@@ -32,13 +37,23 @@ const services = readdirSync(join(root, "services"))
   .sort((a, b) => Number(a === "gateway") - Number(b === "gateway") || a.localeCompare(b));
 
 let format: LogFormat;
+let scale: Map<string, number>;
 try {
   format = chooseLogFormat(process.env.LOG_FORMAT, process.stdout.isTTY === true);
+  const { values } = parseArgs({
+    args: process.argv.slice(2).filter((a) => a !== "--"),
+    options: { scale: { type: "string" } },
+  });
+  scale = parseScale(values.scale, services);
 } catch (err) {
   process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 }
-const nameWidth = Math.max("start".length, ...services.map((name) => name.length));
+/** Every instance to run, in start order: `[service, index]`. */
+const instances = services.flatMap((name) =>
+  Array.from({ length: scale.get(name) ?? 1 }, (_, i) => [name, i] as const),
+);
+const nameWidth = Math.max("start".length, ...instances.map(([name, i]) => instanceName(name, i).length));
 let lastOutputAt = Date.now();
 /** Every line on stdout goes through here, so the banner can wait for the start-up lines to settle. */
 const print = (line: string) => {
@@ -71,6 +86,11 @@ const env: Record<string, string | undefined> = {
   ...process.env,
 };
 const gatewayUrl = `http://localhost:${env.PORT}`;
+/** The gateway replicas' URLs: consecutive ports from PORT. */
+const gatewayUrls = Array.from(
+  { length: scale.get("gateway") ?? 1 },
+  (_, i) => `http://localhost:${Number(env.PORT) + i}`,
+);
 
 const children = new Map<string, ChildProcess>();
 /** Services that said they serve; a restarted one says it again. */
@@ -98,10 +118,19 @@ async function ensureDatabase(url: string): Promise<void> {
   }
 }
 
-function startService(name: string, restarts = 0): void {
-  const child = spawn(process.execPath, serviceNodeArgs(name), {
+function startService(service: string, index: number, budget = restartBudget()): void {
+  const name = instanceName(service, index);
+  // A gateway replica listens on its own port; other instances share their service's queues. Extra
+  // instances serve no internal port (it would clash with the first's).
+  const own =
+    index === 0
+      ? {}
+      : service === "gateway"
+        ? { PORT: String(Number(env.PORT) + index), METRICS_PORT: "0" }
+        : { HEALTH_PORT: "0" };
+  const child = spawn(process.execPath, serviceNodeArgs(service), {
     cwd: root,
-    env: env as NodeJS.ProcessEnv,
+    env: { ...env, ...own } as NodeJS.ProcessEnv,
     // stdout is read line by line (the log); stderr (crashes, runtime warnings) goes straight through; the
     // IPC channel carries runService's "ready".
     stdio: ["inherit", "pipe", "inherit", "ipc"],
@@ -121,14 +150,17 @@ function startService(name: string, restarts = 0): void {
     children.delete(name);
     ready.delete(name);
     if (stopping) return;
-    if (restarts >= 5) {
-      log.error({ service: name, code, signal }, "service keeps crashing; stopping everything");
+    const delay = budget.crashed();
+    if (delay === null) {
+      log.error(
+        { service: name, code, signal },
+        "service keeps crashing (over 5 times a minute); stopping everything",
+      );
       void stop(1);
       return;
     }
-    const delay = 500 * 2 ** restarts;
     log.warn({ service: name, code, signal, restartInMs: delay }, "service exited; restarting");
-    setTimeout(() => startService(name, restarts + 1), delay);
+    setTimeout(() => startService(service, index, budget), delay);
   });
 }
 
@@ -195,10 +227,16 @@ async function waitForSystem(timeoutMs: number): Promise<boolean> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until && !stopping) {
     const gatewayReady =
-      ready.size === services.length &&
-      (await fetch(`${gatewayUrl}/readyz`)
-        .then((r) => r.ok)
-        .catch(() => false));
+      ready.size === instances.length &&
+      (
+        await Promise.all(
+          gatewayUrls.map((url) =>
+            fetch(`${url}/readyz`)
+              .then((r) => r.ok)
+              .catch(() => false),
+          ),
+        )
+      ).every(Boolean);
     if (gatewayReady) return true;
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -233,15 +271,20 @@ try {
   await ensureDatabase(env.DATABASE_URL as string);
   await ensureChain();
   await ensureIpfs();
-  for (const name of services) startService(name);
+  for (const [name, index] of instances) startService(name, index);
   if (await waitForSystem(60_000)) {
     await outputSettled(500, 5_000);
-    log.info({ url: gatewayUrl, docs: `${gatewayUrl}/docs`, services }, "system ready");
-    const banner = `  Gateway: ${gatewayUrl}   API docs: ${gatewayUrl}/docs   (Ctrl-C stops)`;
+    const running = instances.map(([name, i]) => instanceName(name, i));
+    log.info(
+      { url: gatewayUrl, docs: `${gatewayUrl}/docs`, gateways: gatewayUrls, services: running },
+      "system ready",
+    );
+    const replicas = gatewayUrls.length > 1 ? `   Replicas: ${gatewayUrls.slice(1).join(" ")}` : "";
+    const banner = `  Gateway: ${gatewayUrl}   API docs: ${gatewayUrl}/docs${replicas}   (Ctrl-C stops)`;
     print(`\n${format === "pretty" ? styleText("bold", banner, { stream: process.stdout }) : banner}\n`);
   } else if (!stopping) {
     log.error(
-      { waitingFor: services.filter((name) => !ready.has(name)) },
+      { waitingFor: instances.map(([name, i]) => instanceName(name, i)).filter((name) => !ready.has(name)) },
       "the system did not become ready within 60 s",
     );
     await stop(1);
