@@ -60,4 +60,26 @@ describe("Idempotency-Key on the running system", () => {
     });
     expect(other.status).toBe(409);
   });
+
+  it("the web client's Add retried without a key (its answer lost): 200 with the project it made", async () => {
+    const content = newContent("retried without a key", false);
+    const body = {
+      FileHex: hexOf(content.file),
+      ProjectName: `NoKey ${Math.random().toString(36).slice(2, 8)}`,
+    };
+    const send = () =>
+      fetch(`${sys.gatewayUrl}/Project/Add`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${owner.token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const first = await send();
+    const again = await send();
+    expect([first.status, again.status]).toEqual([201, 200]);
+    const [a, b] = [
+      (await first.json()) as { data: ProjectDto },
+      (await again.json()) as { data: ProjectDto },
+    ];
+    expect(b.data).toEqual(a.data);
+  });
 });

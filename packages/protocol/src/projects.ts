@@ -128,6 +128,15 @@ export const ProjectView = Type.Object({ project: ProjectDto, memberIds: Type.Ar
 export const INVITATION_CHANGES = ["created", "withdrawn", "accepted"] as const;
 export const InvitationChange = Type.Enum(INVITATION_CHANGES);
 
+/**
+ * Add's answer: the project, and `existing` when the same proposer's identical Add (name and content)
+ * had already created it in the last 10 minutes (behaviour.md §8: its first answer was lost).
+ */
+export const AddedProject = Type.Object({
+  ...ProjectDto.properties,
+  existing: Type.Optional(Type.Boolean()),
+});
+
 const ProjectList = Type.Array(ProjectDto);
 const ById = Type.Object({ caller: MaybeCaller, id: Type.Integer() });
 const ByIdSigned = Type.Object({ caller: Caller, id: Type.Integer() });
@@ -141,7 +150,7 @@ export const ProjectsRpc = {
   get: defineRpc("projects.project.get", { request: ById, response: ProjectDto }),
   add: defineRpc("projects.project.add", {
     request: Type.Object({ caller: Caller, project: ProjectWrite }),
-    response: ProjectDto,
+    response: AddedProject,
     timeoutMs: 60_000,
   }),
   update: defineRpc("projects.project.update", {

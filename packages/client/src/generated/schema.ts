@@ -760,6 +760,45 @@ export interface paths {
             };
             responses: {
                 /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @enum {string|null} */
+                                auctionStatus: "Off" | "Running" | "Paused" | "Ended" | null;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO-8601 UTC
+                                 */
+                                date: string | null;
+                                fileHash: string;
+                                /** @description the project file as hex, when asked for withHex (the gateway reads it) */
+                                fileHex?: string;
+                                /** @description IPFS path of the image */
+                                imageUrl: string | null;
+                                isAuctionCreated: boolean;
+                                isAuctionStarted: boolean;
+                                markDown: string;
+                                projectDescription: string | null;
+                                /** @description database id */
+                                projectID: number;
+                                projectName: string;
+                                proposerAddress: string | null;
+                                rating: number;
+                                /** @enum {unknown} */
+                                status: "Approved" | "Pending" | "Rejected";
+                                viewerAccepted: boolean;
+                                viewerAcceptedAddress: string | null;
+                            } | null;
+                            message: string | null;
+                            success: boolean;
+                        };
+                    };
+                };
+                /** @description Default Response */
                 201: {
                     headers: {
                         [name: string]: unknown;

@@ -85,6 +85,8 @@ interface RouteOptions<D extends RpcDescriptor, S extends InputSchemas> {
   /** Response headers taken from the RPC's result (what the `data` mapping leaves out of the body). */
   headers?: (result: ResponseOf<D>) => Record<string, string>;
   status?: 200 | 201;
+  /** The status from the result, when it is not always `status` (both are in the document). */
+  statusOf?: (result: ResponseOf<D>) => 200 | 201;
   bodyLimit?: number;
   /** Requests per minute per IP for this route, when stricter than the global limit. */
   perMinute?: number;
@@ -174,6 +176,9 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
     }),
     // Checked when fastify serializes the answer; typed by the RPC's response, not here.
     response: {
+      ...(route.statusOf
+        ? { 200: openApiNullables(inline(route.bare ? dataSchema : ServiceResponse(dataSchema))) }
+        : {}),
       [status]: openApiNullables(inline(route.bare ? dataSchema : ServiceResponse(dataSchema))),
       "4xx": ErrorEnvelope,
       "5xx": ErrorEnvelope,
@@ -240,12 +245,13 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
         await sendByContent(request, reply.code(status), body);
         return reply;
       }
+      const answered = route.statusOf?.(result) ?? status;
       if (claimed) {
-        const text = String(reply.code(status).serialize(body));
-        await claimed.settle(status, text);
+        const text = String(reply.code(answered).serialize(body));
+        await claimed.settle(answered, text);
         return reply.type("application/json; charset=utf-8").send(text);
       }
-      return reply.code(status).send(body);
+      return reply.code(answered).send(body);
     },
   });
 }

@@ -1,5 +1,5 @@
 import type { Bus } from "@fundraise/bus";
-import { type Caller, PROJECT_STATUSES, ProjectRequest, ProjectsRpc } from "@fundraise/protocol";
+import { type Caller, PROJECT_STATUSES, ProjectDto, ProjectRequest, ProjectsRpc } from "@fundraise/protocol";
 import type { FastifyRequest } from "fastify";
 import Type, { type Static } from "typebox";
 import type { Server } from "../server.ts";
@@ -116,6 +116,10 @@ export function registerProjectRoutes(
       bodyLimit: uploadBodyLimit,
       status: 201,
       rpc: ProjectsRpc.add,
+      // The same proposer's identical Add within 10 minutes: the project it made, 200 (behaviour.md §8).
+      statusOf: (added) => (added.existing ? 200 : 201),
+      response: ProjectDto,
+      data: ({ existing: _, ...project }) => project,
       request: async ({ caller, body, request }) => ({
         caller,
         project: await toProjectWrite(body, request),

@@ -43,6 +43,8 @@ export interface ProjectRepository {
   listVersion(): Promise<number>;
   findByFileHash(fileHash: string): Promise<Project | null>;
   nameTaken(name: string, exceptId?: number): Promise<boolean>;
+  /** The project with this name, in any case. */
+  findByName(name: string): Promise<Project | null>;
   countAwaitingReview(): Promise<number>;
   /** Projects of this proposer waiting for a viewer. */
   countAwaitingReviewBy(proposerAddress: string): Promise<number>;
@@ -114,6 +116,7 @@ export function createProjectRepository(em: () => EntityManager): ProjectReposit
       return Number(rows[0]?.version ?? 0);
     },
     findByFileHash: (fileHash) => em().findOne(Project, { fileHash }),
+    findByName: (name) => em().findOne(Project, sameName(name)),
     nameTaken: async (name, exceptId) =>
       (await em().count(Project, { ...sameName(name), ...(exceptId ? { id: { $ne: exceptId } } : {}) })) > 0,
     countAwaitingReview: () => em().count(Project, { status: "Pending", viewerAccepted: false }),

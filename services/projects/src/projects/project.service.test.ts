@@ -314,3 +314,29 @@ describe("chain facts", () => {
     expect((await h.service.get(owner, id)).status).toBe("Approved");
   });
 });
+
+describe("an Add retried without a key (behaviour.md §8)", () => {
+  it("the same proposer, name and content within 10 minutes is the project it made; anything else is 409", async () => {
+    const h = projectsOnMemory();
+    const proposer = h.person();
+    const write = projectWrite("Retried", { file: "same bytes" });
+    const first = await h.service.add(proposer, write, ctx());
+    expect(first.existing).toBeUndefined();
+    const again = await h.service.add(proposer, projectWrite("retried", { file: "same bytes" }), ctx());
+    expect(again).toEqual({ ...first, existing: true });
+    expect(h.projects.projects.size).toBe(1);
+    // Another file, another proposer: the name is taken.
+    await expect(
+      h.service.add(proposer, projectWrite("Retried", { file: "other" }), ctx()),
+    ).rejects.toMatchObject({
+      code: "PROJECT_NAME_TAKEN",
+    });
+    await expect(h.service.add(h.person(), write, ctx())).rejects.toMatchObject({
+      code: "PROJECT_NAME_TAKEN",
+    });
+    // Ten minutes on, a retry is a new proposal of a taken name.
+    const made = h.projects.projects.get(first.projectID);
+    if (made) made.createdAt = new Date(Date.now() - 11 * 60_000);
+    await expect(h.service.add(proposer, write, ctx())).rejects.toMatchObject({ code: "PROJECT_NAME_TAKEN" });
+  });
+});

@@ -32,7 +32,8 @@ export interface ProjectServiceDeps {
 }
 
 export interface ProjectService extends ProjectReads {
-  add(caller: Caller, write: ProjectWrite, ctx: OpContext): Promise<ProjectDtoOut>;
+  /** `existing`: the same proposer's identical Add made it minutes ago (behaviour.md §8). */
+  add(caller: Caller, write: ProjectWrite, ctx: OpContext): Promise<ProjectDtoOut & { existing?: boolean }>;
   update(caller: Caller, write: ProjectWrite, ctx: OpContext): Promise<ProjectDtoOut>;
   delete(caller: Caller, id: number, ctx: OpContext): Promise<void>;
   rate(caller: Caller, id: number, rating: number, ctx: OpContext): Promise<ProjectDtoOut>;
@@ -40,6 +41,9 @@ export interface ProjectService extends ProjectReads {
   viewerReply(caller: Caller, id: number, reply: boolean, ctx: OpContext): Promise<ProjectDtoOut | null>;
   updateMarkdown(caller: Caller, id: number, markdown: string, ctx: OpContext): Promise<ProjectDtoOut>;
 }
+
+/** How long an identical Add of the same proposer answers the project it made (behaviour.md §8). */
+const RETRY_WINDOW_MS = 10 * 60_000;
 
 /** The content with its whitepaper, or null: a body that brought an image alone. */
 const withFile = (ref: ContentRef): StoredContent | null =>
@@ -111,6 +115,13 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
         write.projectDescription === null ? null : parseText("/projectDescription", write.projectDescription);
       const added = write.content && withFile(write.content);
       if (!added) throw ProjectErrors.invalid("/fileHex", "is required");
+      // The existing client retries an Add whose answer was lost without a key: the same proposer, name and
+      // content within 10 minutes is that project again, not a conflict.
+      const same = await projects.findByName(name);
+      if (same && same.proposerAddress === caller.address && same.cid === added.cid) {
+        if (Date.now() - same.createdAt.getTime() <= RETRY_WINDOW_MS)
+          return { ...toProjectDto(same), existing: true };
+      }
       // Cheap refusals before the upload; the transaction checks again under the queue's lock.
       if (await projects.nameTaken(name)) throw ProjectErrors.nameTaken();
       await requireQueueRoom(projects, caller.address);

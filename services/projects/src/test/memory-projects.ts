@@ -233,6 +233,8 @@ export function createMemoryProjects(): MemoryProjects {
     listVersion: async () => state().version,
     findByFileHash: async (fileHash) => projectsOf(state()).find((p) => p.fileHash === fileHash) ?? null,
     nameTaken: async (name, exceptId) => nameTaken(state(), name, exceptId),
+    findByName: async (name) =>
+      projectsOf(state()).find((p) => p.name.toLowerCase() === name.toLowerCase()) ?? null,
     countAwaitingReview: async () => projectsOf(state()).filter(waiting).length,
     countAwaitingReviewBy: async (proposer) =>
       projectsOf(state()).filter((p) => waiting(p) && p.proposerAddress === proposer).length,
