@@ -4,6 +4,7 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { projectDto } from "@fundraise/gateway/src/test/route-samples.ts";
 import { afterEach, beforeEach, describe, expect, expectTypeOf, it } from "vitest";
 import {
   ApiError,
@@ -98,22 +99,11 @@ class StandIn {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// The gateway's ProjectDTO fixture, as a Pending proposal.
 const project = {
-  projectID: 4,
-  projectName: "Solar roofs",
-  date: "2025-01-01T00:00:00.000Z",
-  isAuctionCreated: false,
-  isAuctionStarted: false,
-  auctionStatus: null,
-  projectDescription: null,
-  imageUrl: null,
-  rating: 0,
+  ...projectDto(4, { projectName: "Solar roofs" }),
   status: "Pending",
-  markDown: "",
-  fileHash: "AB".repeat(32),
-  proposerAddress: null,
   viewerAccepted: false,
-  viewerAcceptedAddress: null,
 } satisfies ProjectDTO;
 
 const message = (fields: { id?: string; event: string; data: unknown }) =>

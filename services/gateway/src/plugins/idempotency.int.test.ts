@@ -1,4 +1,4 @@
-import { ErrorCode, errors, ProjectsRpc } from "@fundraise/protocol";
+import { ErrorCode, errors, ProjectsRpc, UsersRpc } from "@fundraise/protocol";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
 import { projectDto } from "../test/route-samples.ts";
@@ -86,6 +86,22 @@ describe("Idempotency-Key", () => {
     expect((await rate(3, "refused")).statusCode).toBe(409);
     expect((await rate(3, "refused")).statusCode).toBe(200);
     expect(rated).toEqual([4, 3]);
+  });
+
+  it("reads ignore the key: a GET with one is answered as any other", async () => {
+    await h.bus.serve(UsersRpc.count, async () => 7);
+    const token = await h.signer.sign({ userId: 5, role: "Admin" });
+    const get = () =>
+      h.app.inject({
+        method: "GET",
+        url: "/user/learnusercount",
+        headers: { authorization: `Bearer ${token}`, "idempotency-key": "read-1" },
+      });
+    for (const res of [await get(), await get()]) {
+      expect(res.json()).toMatchObject({ data: 7, success: true });
+      expect(res.headers["idempotent-replayed"]).toBeUndefined();
+    }
+    expect(await h.redis.keys(`${h.prefix}idem:*`)).toEqual([]);
   });
 
   it("a key that is not one token of visible ASCII is 400 before anything is done", async () => {

@@ -163,6 +163,7 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
   const versioned = route.version ? versionedAnswers() : null;
   const reads =
     route.method === "GET" && !route.bare && (route.revalidate === true || route.version !== undefined);
+  const writes = [route.method].flat().some((method) => method !== "GET");
   const dataSchema = inline(route.response ?? route.rpc.response);
   const schema: RouteSchema<S> = {
     // Through JSON, which also leaves out the input parts the route does not have.
@@ -214,7 +215,7 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
         if (await versioned.answer(tag, request, reply)) return reply;
       }
       // A write with an Idempotency-Key: its first answer again, or the key claimed for this one.
-      const keyUse = reads ? null : await app.idempotency.use(request, reply, rpcRequest);
+      const keyUse = writes ? await app.idempotency.use(request, reply, rpcRequest) : null;
       if (keyUse?.kind === "replayed") return reply;
       const claimed = keyUse?.kind === "claimed" ? keyUse : null;
       let result: ResponseOf<D>;
