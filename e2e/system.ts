@@ -17,7 +17,7 @@ import { type IpfsNode, startIpfsNode } from "@fundraise/ipfs-node";
 import { createTestDatabase } from "@fundraise/service-kit/testing";
 import { type ParsedMail, simpleParser } from "mailparser";
 import { SMTPServer } from "smtp-server";
-import { freePort, serviceNodeArgs, stopProcess } from "../scripts/lib/processes.ts";
+import { freePort, type ServiceCode, serviceNodeArgs, stopProcess } from "../scripts/lib/processes.ts";
 
 const root = join(import.meta.dirname, "..");
 
@@ -129,9 +129,11 @@ export interface System extends RunningSystem {
    * Starts one more instance of a service (another replica, or one in place of a killed one), with
    * `env` added to the system's; resolves with its process id once it says it serves.
    */
-  startService(name: string, env?: Record<string, string>): Promise<number>;
+  startService(name: string, env?: Record<string, string>, code?: ServiceCode): Promise<number>;
   /** Stops the IPFS stand-in under the running services, or starts it again (same port and data). */
   ipfsNode: { stop(): Promise<void>; start(): Promise<void> } | undefined;
+  /** The environment every service of the system starts with (to start one by other means). */
+  serviceEnv: Record<string, string | undefined>;
   output(): string;
   stop(): Promise<void>;
 }
@@ -168,6 +170,8 @@ export async function startSystem(
      * environment on a port of its own, listed in `gatewayUrls`. Only when the run has a gateway.
      */
     extraGateways?: number;
+    /** Each service from its TypeScript sources through tsx (the default) or from `pnpm build`'s output. */
+    code?: ServiceCode;
   } = {},
 ): Promise<System> {
   const services = options.services ?? ALL_SERVICES;
@@ -215,11 +219,11 @@ export async function startSystem(
   let output = "";
   // Services that said they serve (runService's "ready" over the IPC channel).
   const serving = new Set<string>();
-  const spawnService = (name: string, extraEnv: Record<string, string> = {}) => {
+  const spawnService = (name: string, extraEnv: Record<string, string> = {}, code = options.code) => {
     // SERVICE_NODE_FLAGS adds Node flags to every service, e.g. `--cpu-prof --cpu-prof-dir=.local/prof`
     // to profile a benchmark (NODE_OPTIONS refuses --cpu-prof).
     const flags = (process.env.SERVICE_NODE_FLAGS ?? "").split(" ").filter(Boolean);
-    const child = spawn(process.execPath, serviceNodeArgs(name, flags), {
+    const child = spawn(process.execPath, serviceNodeArgs(name, flags, code), {
       cwd: root,
       env: { ...env, ...options.serviceEnv?.[name], ...extraEnv },
       stdio: ["ignore", "pipe", "pipe", "ipc"],
@@ -326,8 +330,8 @@ export async function startSystem(
     ...(ipfs ? { ipfsUrl: ipfs.url } : {}),
     ...(options.ipfsUrl ? { ipfsUrl: options.ipfsUrl } : {}),
     pids: Object.fromEntries(services.map((name, i) => [name, children[i]?.pid ?? 0])),
-    startService(name, extraEnv) {
-      const child = spawnService(name, extraEnv);
+    startService(name, extraEnv, code) {
+      const child = spawnService(name, extraEnv, code);
       children.push(child);
       return new Promise((resolve, reject) => {
         child.on("message", (message: { type?: unknown }) => {
@@ -345,6 +349,7 @@ export async function startSystem(
         ipfs = await startIpfsNode({ dataDir: join(stateDir, "ipfs"), host: "127.0.0.1", port: ipfsPort });
       },
     },
+    serviceEnv: env,
     output: () => output,
     stop,
   };

@@ -30,10 +30,26 @@ export function stopProcess(child: ChildProcess, graceMs = 10_000): Promise<void
 }
 
 /**
- * Node's arguments for a service of `services/`: tsx and its `src/main.ts`, relative to the workspace
- * root, as `pnpm start`, the tests, the benchmarks and the image's `run-service` all start it.
- * `extraFlags` come first (a profiler's, say).
+ * Where a service's code comes from: its TypeScript sources through tsx (`pnpm start`, the tests, the
+ * benchmarks), or the JavaScript that `pnpm build` wrote (`services/<name>/dist/main.js`, what the image runs).
  */
-export function serviceNodeArgs(name: string, extraFlags: readonly string[] = []): string[] {
-  return [...extraFlags, "--import", "tsx", join("services", name, "src", "main.ts")];
+export type ServiceCode = "source" | "built";
+
+/** A service's entry point, relative to the workspace root. */
+export function serviceEntry(name: string, code: ServiceCode = "source"): string {
+  return code === "built" ? join("services", name, "dist", "main.js") : join("services", name, "src", "main.ts");
+}
+
+/**
+ * Node's arguments for a service of `services/`, relative to the workspace root, as `pnpm start`, the
+ * tests, the benchmarks and the image's `run-service` all start it: tsx and its `src/main.ts`, or its
+ * built `dist/main.js` with no loader. `extraFlags` come first (a profiler's, say).
+ */
+export function serviceNodeArgs(
+  name: string,
+  extraFlags: readonly string[] = [],
+  code: ServiceCode = "source",
+): string[] {
+  const entry = serviceEntry(name, code);
+  return code === "built" ? [...extraFlags, entry] : [...extraFlags, "--import", "tsx", entry];
 }

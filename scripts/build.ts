@@ -1,0 +1,131 @@
+/**
+ * `pnpm build`: runnable JavaScript for every service (`services/<name>/dist/main.js`) and for the contracts'
+ * deploy command (`packages/contracts/dist/deploy.js`), as the image runs them (docs/adr, "built output").
+ *
+ * esbuild bundles each entry point with the workspace packages (`@fundraise/*`, TypeScript sources) inlined
+ * and every third-party package left as an import, resolved at run time from the node_modules that pnpm
+ * installed for that package. pnpm links only a package's own dependencies into its node_modules, so a
+ * bundle that imports `pino` through service-kit needs `pino` among its service's dependencies: the build
+ * checks each such import against `<package>/node_modules` (not the root's, which holds the dev tools and
+ * would hide a gap) and fails naming what is missing.
+ *
+ * `pnpm build -- users gateway` builds those services only. Sources stay the truth; dist/ is git-ignored.
+ */
+import { existsSync, readdirSync, rmSync } from "node:fs";
+import { builtinModules } from "node:module";
+import { join, relative } from "node:path";
+import { build, type Metafile, type Plugin } from "esbuild";
+
+const root = join(import.meta.dirname, "..");
+
+export interface BuildTarget {
+  /** The package folder, relative to the root: where its node_modules and dist/ are. */
+  dir: string;
+  /** The entry point, relative to `dir`. */
+  entry: string;
+  /** The output file, relative to `dir`. */
+  out: string;
+}
+
+/** Every service of `services/` (those with a `src/main.ts`). */
+export function serviceNames(): string[] {
+  return readdirSync(join(root, "services"))
+    .filter((name) => existsSync(join(root, "services", name, "src", "main.ts")))
+    .sort();
+}
+
+export function buildTargets(services: readonly string[] = serviceNames()): BuildTarget[] {
+  return [
+    ...services.map((name) => ({
+      dir: join("services", name),
+      entry: join("src", "main.ts"),
+      out: join("dist", "main.js"),
+    })),
+    { dir: join("packages", "contracts"), entry: join("scripts", "deploy.ts"), out: join("dist", "deploy.js") },
+  ];
+}
+
+/** `@scope/name/sub` → `@scope/name`, `name/sub` → `name`. */
+function packageName(specifier: string): string {
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : (parts[0] as string);
+}
+
+const builtins = new Set(builtinModules);
+const isBuiltin = (specifier: string) => specifier.startsWith("node:") || builtins.has(specifier);
+
+/** Workspace packages are bundled from their sources; every other bare import stays an import. */
+const thirdPartyExternal: Plugin = {
+  name: "third-party-external",
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) => {
+      if (args.path.startsWith("@fundraise/")) return undefined;
+      return { path: args.path, external: true };
+    });
+  },
+};
+
+/** The third-party packages a bundle imports that its package's node_modules does not have. */
+export function missingDependencies(target: BuildTarget, metafile: Metafile): string[] {
+  const output = metafile.outputs[join(target.dir, target.out)];
+  if (!output) throw new Error(`esbuild wrote no ${join(target.dir, target.out)}`);
+  const packages = new Set(
+    output.imports.filter((i) => i.external && !isBuiltin(i.path)).map((i) => packageName(i.path)),
+  );
+  return [...packages].filter((name) => !existsSync(join(root, target.dir, "node_modules", name))).sort();
+}
+
+export async function buildTarget(
+  target: BuildTarget,
+): Promise<{ ms: number; bytes: number; missing: string[] }> {
+  const started = performance.now();
+  rmSync(join(root, target.dir, "dist"), { recursive: true, force: true });
+  const result = await build({
+    absWorkingDir: root,
+    entryPoints: [join(target.dir, target.entry)],
+    outfile: join(target.dir, target.out),
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node22",
+    // MikroORM and the logs read class and function names: bundling must not rename them.
+    keepNames: true,
+    sourcemap: "linked",
+    metafile: true,
+    logLevel: "warning",
+    plugins: [thirdPartyExternal],
+  });
+  const missing = missingDependencies(target, result.metafile);
+  const bytes = result.metafile.outputs[join(target.dir, target.out)]?.bytes ?? 0;
+  return { ms: performance.now() - started, bytes, missing };
+}
+
+async function main(): Promise<void> {
+  const wanted = process.argv.slice(2).filter((a) => a !== "--");
+  const unknown = wanted.filter((name) => !serviceNames().includes(name));
+  if (unknown.length > 0) throw new Error(`no such service: ${unknown.join(", ")}`);
+  const targets = wanted.length > 0 ? buildTargets(wanted) : buildTargets();
+  const started = performance.now();
+  // One after another: esbuild already uses every core for one bundle.
+  const gaps: string[] = [];
+  for (const target of targets) {
+    const { ms, bytes, missing } = await buildTarget(target);
+    const file = relative(root, join(root, target.dir, target.out));
+    process.stdout.write(`${file}  ${(bytes / 1024).toFixed(0)} KiB  ${ms.toFixed(0)} ms\n`);
+    if (missing.length > 0) gaps.push(`${join(target.dir, "package.json")}: ${missing.join(", ")}`);
+  }
+  if (gaps.length > 0) {
+    throw new Error(
+      "bundles import packages their package.json does not list (the image resolves them from that " +
+        `package's node_modules); add them to its dependencies:\n${gaps.join("\n")}`,
+    );
+  }
+  process.stdout.write(`built ${targets.length} in ${(performance.now() - started).toFixed(0)} ms\n`);
+}
+
+if (process.argv[1] === import.meta.filename) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}
