@@ -11,9 +11,9 @@
  *
  * `pnpm build -- users gateway` builds those services only. Sources stay the truth; dist/ is git-ignored.
  */
-import { existsSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { builtinModules } from "node:module";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { build, type Metafile, type Plugin } from "esbuild";
 
 const root = join(import.meta.dirname, "..");
@@ -79,7 +79,6 @@ export async function buildTarget(
   target: BuildTarget,
 ): Promise<{ ms: number; bytes: number; missing: string[] }> {
   const started = performance.now();
-  rmSync(join(root, target.dir, "dist"), { recursive: true, force: true });
   const result = await build({
     absWorkingDir: root,
     entryPoints: [join(target.dir, target.entry)],
@@ -92,9 +91,18 @@ export async function buildTarget(
     keepNames: true,
     sourcemap: "linked",
     metafile: true,
+    write: false,
     logLevel: "warning",
     plugins: [thirdPartyExternal],
   });
+  // Each file whole or not at all: written beside, then renamed over the old one, so a process starting
+  // while another build runs (two test files at once) never reads half a bundle.
+  for (const file of result.outputFiles) {
+    mkdirSync(dirname(file.path), { recursive: true });
+    const partial = `${file.path}.${process.pid}.partial`;
+    writeFileSync(partial, file.contents);
+    renameSync(partial, file.path);
+  }
   const missing = missingDependencies(target, result.metafile);
   const bytes = result.metafile.outputs[join(target.dir, target.out)]?.bytes ?? 0;
   return { ms: performance.now() - started, bytes, missing };

@@ -6,9 +6,9 @@
  * The schemas come from npm packages (dclint ships compose-spec's schema, kubernetes-models validators
  * generated from the Kubernetes OpenAPI), so nothing is fetched at test time.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -261,10 +261,12 @@ describe("Dockerfile", () => {
     expect(`pnpm@${/^ARG PNPM_VERSION=(\S+)$/m.exec(dockerfile)?.[1]}`).toBe(manifest.packageManager);
   });
 
-  it("installs production dependencies only, tsx among them", () => {
-    expect(dockerfile).toMatch(/pnpm install --frozen-lockfile --prod\b/);
-    expect(manifest.dependencies?.tsx).toBeDefined();
-    expect(manifest.devDependencies.tsx).toBeUndefined();
+  it("installs production dependencies only in the images; tsx and esbuild are dev tools", () => {
+    const prodDeps = dockerfile.slice(dockerfile.indexOf("AS prod-deps"), dockerfile.indexOf("AS app"));
+    expect(prodDeps).toMatch(/pnpm install --frozen-lockfile --prod\b/);
+    expect(manifest.dependencies ?? {}).toEqual({});
+    expect(manifest.devDependencies.tsx).toBeDefined();
+    expect(manifest.devDependencies.esbuild).toMatch(/^\d+\.\d+\.\d+$/);
     // Nothing a service runs may need a dev tool: no workspace package lists one as a dependency.
     for (const dir of ["packages", "services"]) {
       for (const name of readdirSync(join(root, dir))) {
@@ -273,53 +275,75 @@ describe("Dockerfile", () => {
         const dependencies = Object.keys(
           (JSON.parse(readFileSync(file, "utf8")).dependencies ?? {}) as object,
         );
-        for (const tool of ["solc", "@foundry-rs/anvil", "vitest", "typescript", "@biomejs/biome"]) {
+        for (const tool of [
+          "solc",
+          "@foundry-rs/anvil",
+          "vitest",
+          "typescript",
+          "@biomejs/biome",
+          "tsx",
+          "esbuild",
+        ]) {
           expect(dependencies, `${dir}/${name}`).not.toContain(tool);
         }
       }
     }
   });
 
-  it("ships the services' sources without tests, e2e, bench or scripts", () => {
-    const sources = dockerfile.slice(dockerfile.indexOf("AS sources"), dockerfile.indexOf("AS app"));
-    expect([...sources.matchAll(/^COPY (\S+)/gm)].map(([, from]) => from)).toEqual(["packages", "services"]);
-    expect(sources).toContain("-name '*.test.ts'");
-    expect(sources).toMatch(/-name test\b/);
-    // The images take the dependencies and the filtered sources, and from the context only the deploy script.
+  it("builds in a stage of its own and ships its bundles only: no sources, tests, e2e, bench or scripts", () => {
+    const build = dockerfile.slice(dockerfile.indexOf("AS build"), dockerfile.indexOf("AS output"));
+    expect(build).toMatch(/^RUN pnpm build$/m);
+    const output = dockerfile.slice(dockerfile.indexOf("AS output"), dockerfile.indexOf("AS prod-deps"));
+    expect(output).toContain("cp --parents services/*/dist/main.js packages/contracts/dist/deploy.js /output/");
+    // The images take the production dependencies and the bundles; nothing from the context, no sources.
     const images = dockerfile.slice(dockerfile.indexOf("AS app"));
     const copies = [...images.matchAll(/^COPY (?:--from=(\S+) |--chmod=\S+ <<)?(\S+)/gm)].map(
       ([line]) => line,
     );
     expect(copies).toEqual([
       "COPY --from=prod-deps /app",
-      "COPY --from=sources /src",
-      "COPY packages/contracts/scripts/deploy.ts",
+      "COPY --from=output /output",
       "COPY --chmod=755 <<'EOF'",
       "COPY --chmod=755 <<'EOF'",
     ]);
+    // What runs: no tsx, no TypeScript file (comments aside).
+    const instructions = images.replace(/^\s*#.*$/gm, "");
+    expect(instructions).not.toMatch(/\btsx\b|\.ts\b/);
+    // A numeric user that is not root, for both targets.
+    const app = dockerfile.slice(dockerfile.indexOf("AS app"), dockerfile.indexOf("AS contracts"));
+    const user = /^USER (\d+):(\d+)$/m.exec(app);
+    expect(Number(user?.[1])).toBeGreaterThan(0);
+    expect(Number(user?.[2])).toBeGreaterThan(0);
+    expect(images.match(/^USER /gm)).toHaveLength(1);
     expect(read(".dockerignore")).toMatch(/^\*\*\/node_modules$/m);
+    expect(read(".dockerignore")).toMatch(/^\*\*\/dist$/m);
   });
 
-  it("starts a service as every other launcher does", () => {
+  it("starts a service as every other launcher starts the built code", () => {
     const script = /<<'EOF' \/usr\/local\/bin\/run-service\n([\s\S]*?)\nEOF$/m.exec(dockerfile)?.[1];
     expect(script).toBeDefined();
-    // A `node` that prints its arguments instead of running anything.
-    const bin = mkdtempSync(join(tmpdir(), "run-service-"));
+    // A `node` that prints its arguments instead of running anything, in a tree laid out as the image's.
+    const dir = mkdtempSync(join(tmpdir(), "run-service-"));
     try {
-      writeFileSync(join(bin, "node"), `#!/bin/sh\nprintf '%s\\n' "$@"\n`, { mode: 0o755 });
-      const argsOf = (service: string) =>
-        execFileSync("sh", ["-c", script as string], {
-          cwd: root,
-          env: { PATH: `${bin}:${process.env.PATH}`, SERVICE: service },
-          encoding: "utf8",
-        })
-          .trim()
-          .split("\n");
-      for (const service of readdirSync(join(root, "services"))) {
-        expect(argsOf(service), service).toEqual(serviceNodeArgs(service));
+      writeFileSync(join(dir, "node"), `#!/bin/sh\nprintf '%s\\n' "$@"\n`, { mode: 0o755 });
+      for (const service of services) {
+        mkdirSync(join(dir, "app", "services", service, "dist"), { recursive: true });
+        writeFileSync(join(dir, "app", "services", service, "dist", "main.js"), "");
       }
+      const run = (service: string) =>
+        spawnSync("sh", ["-c", script as string], {
+          cwd: join(dir, "app"),
+          env: { PATH: `${dir}:${process.env.PATH}`, SERVICE: service },
+          encoding: "utf8",
+        });
+      for (const service of services) {
+        expect(run(service).stdout.trim().split("\n"), service).toEqual(serviceNodeArgs(service, [], "built"));
+      }
+      const unknown = run("nope");
+      expect(unknown.status).toBe(64);
+      expect(unknown.stderr).toContain(services.join(" "));
     } finally {
-      rmSync(bin, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
@@ -333,7 +357,7 @@ describe("Dockerfile", () => {
       dockerfile.indexOf("AS contracts"),
       dockerfile.lastIndexOf("FROM app AS runtime"),
     );
-    expect(contracts).toContain("packages/contracts/scripts/deploy.ts");
+    expect(contracts).toMatch(/^ENTRYPOINT \["node", "packages\/contracts\/dist\/deploy\.js"\]$/m);
     expect(contracts).toContain("--keep-existing");
   });
 });
