@@ -14,7 +14,14 @@
 import { existsSync, mkdirSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { dirname, join, relative } from "node:path";
-import { build, type Metafile, type Plugin } from "esbuild";
+import {
+  build,
+  type Metafile,
+  type OnResolveArgs,
+  type OnResolveResult,
+  type Plugin,
+  type ResolveResult,
+} from "esbuild";
 
 const root = join(import.meta.dirname, "..");
 
@@ -41,7 +48,11 @@ export function buildTargets(services: readonly string[] = serviceNames()): Buil
       entry: join("src", "main.ts"),
       out: join("dist", "main.js"),
     })),
-    { dir: join("packages", "contracts"), entry: join("scripts", "deploy.ts"), out: join("dist", "deploy.js") },
+    {
+      dir: join("packages", "contracts"),
+      entry: join("scripts", "deploy.ts"),
+      out: join("dist", "deploy.js"),
+    },
   ];
 }
 
@@ -54,16 +65,39 @@ function packageName(specifier: string): string {
 const builtins = new Set(builtinModules);
 const isBuiltin = (specifier: string) => specifier.startsWith("node:") || builtins.has(specifier);
 
-/** Workspace packages are bundled from their sources; every other bare import stays an import. */
+/**
+ * Workspace packages are bundled from their sources; every other bare import stays an import. Their
+ * modules are marked free of side effects (none runs anything at import; a test fails if one starts to):
+ * a module none of whose exports a service uses is left out with its imports, so the gateway, which uses
+ * service-kit's runService but no ORM, does not load MikroORM's PostgreSQL driver and migrator at start-up.
+ */
+const workspacePackages = join(root, "packages");
 const thirdPartyExternal: Plugin = {
   name: "third-party-external",
   setup(b) {
-    b.onResolve({ filter: /^[^./]/ }, (args) => {
-      if (args.path.startsWith("@fundraise/")) return undefined;
-      return { path: args.path, external: true };
+    b.onResolve({ filter: /^[^./]/ }, async (args) => {
+      if (args.kind === "entry-point") return undefined;
+      if (!args.path.startsWith("@fundraise/")) return { path: args.path, external: true };
+      if (args.pluginData === "resolving") return undefined;
+      return sideEffectFree(await b.resolve(args.path, { ...resolveOptions(args), pluginData: "resolving" }));
+    });
+    b.onResolve({ filter: /^\.\.?\// }, async (args) => {
+      if (args.kind === "entry-point" || args.pluginData === "resolving") return undefined;
+      if (!args.importer.startsWith(workspacePackages)) return undefined;
+      return sideEffectFree(await b.resolve(args.path, { ...resolveOptions(args), pluginData: "resolving" }));
     });
   },
 };
+
+function resolveOptions(args: OnResolveArgs) {
+  return { importer: args.importer, resolveDir: args.resolveDir, kind: args.kind };
+}
+
+function sideEffectFree(result: ResolveResult): OnResolveResult {
+  if (result.errors.length > 0) return { errors: result.errors };
+  const inWorkspace = result.path.startsWith(workspacePackages);
+  return { path: result.path, external: result.external, ...(inWorkspace ? { sideEffects: false } : {}) };
+}
 
 /** The third-party packages a bundle imports that its package's node_modules does not have. */
 export function missingDependencies(target: BuildTarget, metafile: Metafile): string[] {
@@ -77,7 +111,7 @@ export function missingDependencies(target: BuildTarget, metafile: Metafile): st
 
 export async function buildTarget(
   target: BuildTarget,
-): Promise<{ ms: number; bytes: number; missing: string[] }> {
+): Promise<{ ms: number; bytes: number; missing: string[]; inputs: string[] }> {
   const started = performance.now();
   const result = await build({
     absWorkingDir: root,
@@ -105,7 +139,9 @@ export async function buildTarget(
   }
   const missing = missingDependencies(target, result.metafile);
   const bytes = result.metafile.outputs[join(target.dir, target.out)]?.bytes ?? 0;
-  return { ms: performance.now() - started, bytes, missing };
+  // The source files in the bundle, relative to the root.
+  const inputs = Object.keys(result.metafile.inputs);
+  return { ms: performance.now() - started, bytes, missing, inputs };
 }
 
 async function main(): Promise<void> {

@@ -8,7 +8,16 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -294,7 +303,9 @@ describe("Dockerfile", () => {
     const build = dockerfile.slice(dockerfile.indexOf("AS build"), dockerfile.indexOf("AS output"));
     expect(build).toMatch(/^RUN pnpm build$/m);
     const output = dockerfile.slice(dockerfile.indexOf("AS output"), dockerfile.indexOf("AS prod-deps"));
-    expect(output).toContain("cp --parents services/*/dist/main.js packages/contracts/dist/deploy.js /output/");
+    expect(output).toContain(
+      "cp --parents services/*/dist/main.js packages/contracts/dist/deploy.js /output/",
+    );
     // The images take the production dependencies and the bundles; nothing from the context, no sources.
     const images = dockerfile.slice(dockerfile.indexOf("AS app"));
     const copies = [...images.matchAll(/^COPY (?:--from=(\S+) |--chmod=\S+ <<)?(\S+)/gm)].map(
@@ -337,7 +348,9 @@ describe("Dockerfile", () => {
           encoding: "utf8",
         });
       for (const service of services) {
-        expect(run(service).stdout.trim().split("\n"), service).toEqual(serviceNodeArgs(service, [], "built"));
+        expect(run(service).stdout.trim().split("\n"), service).toEqual(
+          serviceNodeArgs(service, [], "built"),
+        );
       }
       const unknown = run("nope");
       expect(unknown.status).toBe(64);

@@ -37,7 +37,9 @@ export type ServiceCode = "source" | "built";
 
 /** A service's entry point, relative to the workspace root. */
 export function serviceEntry(name: string, code: ServiceCode = "source"): string {
-  return code === "built" ? join("services", name, "dist", "main.js") : join("services", name, "src", "main.ts");
+  return code === "built"
+    ? join("services", name, "dist", "main.js")
+    : join("services", name, "src", "main.ts");
 }
 
 /**
