@@ -34,7 +34,8 @@ const services = values.services ? values.services.split(",") : ALL_SERVICES;
 const buildStarted = performance.now();
 for (const target of buildTargets()) {
   const { missing } = await buildTarget(target);
-  if (missing.length > 0) throw new Error(`${target.dir} imports ${missing.join(", ")}, not among its dependencies`);
+  if (missing.length > 0)
+    throw new Error(`${target.dir} imports ${missing.join(", ")}, not among its dependencies`);
 }
 process.stdout.write(`pnpm build: ${(performance.now() - buildStarted).toFixed(0)} ms\n`);
 
@@ -83,19 +84,29 @@ async function replica(name: string, mode: Mode, env: Record<string, string>): P
   }
 }
 
-/** The log lines up to ready, each with its ms since launch (repeated ORM lines folded into a count). */
+/** The log lines up to ready, each with its ms since launch. */
 function trace(label: string, launched: number, stdout: string, readyMs: number): void {
   const lines: string[] = [];
+  let previous: string | undefined;
+  let count = 0;
   for (const line of stdout.split("\n")) {
-    let entry: { time?: string; msg?: string; orm?: string };
+    let entry: { time?: string; msg?: string; ms?: number };
     try {
       entry = JSON.parse(line);
     } catch {
       continue;
     }
     const at = Date.parse(entry.time ?? "") - launched;
-    const what = entry.orm ? `orm: ${entry.orm.replace(/\s+/g, " ").slice(0, 90)}` : entry.msg;
-    lines.push(`  ${String(at).padStart(6)} ms  ${what}`);
+    const what = entry.ms === undefined ? entry.msg : `${entry.msg} (${entry.ms} ms)`;
+    // Repeated lines (one "serving RPC" per procedure) folded into the last, with their count.
+    if (what === previous) {
+      count += 1;
+      lines[lines.length - 1] = `  ${String(at).padStart(6)} ms  ${what} ×${count}`;
+    } else {
+      count = 1;
+      lines.push(`  ${String(at).padStart(6)} ms  ${what}`);
+    }
+    previous = what;
   }
   process.stdout.write(`${label}: ready at ${readyMs.toFixed(0)} ms\n${lines.join("\n")}\n`);
 }

@@ -30,7 +30,8 @@ afterAll(async () => {
 
 describe("the built output", () => {
   it("has a bundle for every service", () => {
-    for (const name of ALL_SERVICES) expect(existsSync(join(root, serviceEntry(name, "built"))), name).toBe(true);
+    for (const name of ALL_SERVICES)
+      expect(existsSync(join(root, serviceEntry(name, "built"))), name).toBe(true);
   });
 
   it("starts every service, each ready on its /readyz", async () => {

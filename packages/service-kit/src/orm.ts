@@ -41,9 +41,14 @@ export async function createOrm(setup: OrmSetup): Promise<Orm> {
     },
     logger: (message) => setup.log.debug({ orm: message }, "orm"),
   };
+  const started = performance.now();
   const orm = await MikroORM.init<PostgreSqlDriver>(options);
+  // Start-up time, step by step (`pnpm bench:startup -- --trace`).
+  setup.log.debug({ ms: Math.round(performance.now() - started) }, "orm initialised (entities discovered)");
   try {
+    const migrating = performance.now();
     await migrateExclusively(orm, setup);
+    setup.log.debug({ ms: Math.round(performance.now() - migrating) }, "migrations checked");
   } catch (error) {
     await orm.close();
     throw error;
