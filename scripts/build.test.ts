@@ -29,6 +29,18 @@ describe("pnpm build", () => {
     expect(missingDependencies(users!, metafile)).toEqual(["left-pad"]);
   });
 
+  it("names an external package that would load a second copy of an inlined one", () => {
+    const [gateway] = buildTargets(["gateway"]);
+    const out = join("services", "gateway", "dist", "main.js");
+    const imports = [
+      { path: "@fastify/type-provider-typebox", kind: "import-statement" as const, external: true },
+    ];
+    const metafile = { inputs: {}, outputs: { [out]: { bytes: 1, inputs: {}, exports: [], imports } } };
+    expect(missingDependencies(gateway!, metafile)).toEqual([
+      "@fastify/type-provider-typebox (imports an inlined package)",
+    ]);
+  });
+
   it("bundles workspace modules that run nothing at import (the build marks them free of side effects)", async () => {
     const offenders: string[] = [];
     for (const target of buildTargets()) {
