@@ -185,7 +185,8 @@ async function main(): Promise<void> {
   if (gaps.length > 0) {
     throw new Error(
       "bundles import packages their package.json does not list (the image resolves them from that " +
-        `package's node_modules); add them to its dependencies:\n${gaps.join("\n")}`,
+        "package's node_modules: add them to its dependencies), or that import an inlined package " +
+        `(drop it from INLINED):\n${gaps.join("\n")}`,
     );
   }
   process.stdout.write(`built ${targets.length} in ${(performance.now() - started).toFixed(0)} ms\n`);
