@@ -11,6 +11,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { createTestVhost, type TestVhost } from "@fundraise/bus/testing";
+import { type AnvilInstance, startAnvil } from "@fundraise/contracts/testing";
 import { createTestDatabase, type TestDatabase } from "@fundraise/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTarget, buildTargets } from "./build.ts";
@@ -210,4 +211,23 @@ describe("the runtime image's /app", () => {
       }
     }, 90_000);
   });
+
+  it("deploys the contracts with the contracts target's entry point (its bundle and ethers alone)", async () => {
+    const entry = /^ENTRYPOINT \[(.*)\]$/m.exec(dockerfile.slice(dockerfile.indexOf("AS contracts")))?.[1];
+    const args = JSON.parse(`[${entry}]`) as string[];
+    expect(args[0]).toBe("node");
+    let anvil: AnvilInstance | undefined;
+    try {
+      anvil = await startAnvil();
+      const out = join(work, "deployment.json");
+      execFileSync(process.execPath, [...args.slice(1), "--out", out], {
+        cwd: app,
+        env: { PATH: process.env.PATH, CHAIN_RPC_URL: anvil.url },
+        stdio: "pipe",
+      });
+      expect(JSON.parse(readFileSync(out, "utf8"))).toMatchObject({ registry: expect.stringMatching(/^0x/) });
+    } finally {
+      await anvil?.stop();
+    }
+  }, 90_000);
 });
