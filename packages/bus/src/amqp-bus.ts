@@ -1,4 +1,11 @@
-import type { EventDescriptor, PayloadOf, RequestOf, ResponseOf, RpcDescriptor } from "@fundraise/protocol";
+import {
+  type EventDescriptor,
+  isAppError,
+  type PayloadOf,
+  type RequestOf,
+  type ResponseOf,
+  type RpcDescriptor,
+} from "@fundraise/protocol";
 import type { Channel, ChannelModel } from "amqplib";
 import pino, { type Logger } from "pino";
 import type {
@@ -204,7 +211,8 @@ class AmqpBusImpl implements AmqpBus {
             rpcServer,
             descriptor.name,
             () => handler(request, ctx),
-            (error) => this.translateError(error),
+            // What the server would answer: an AppError as it is, anything else translated (once).
+            (error) => (isAppError(error) ? error : this.translateError(error)),
           )
       : handler;
     return this.server.serve(descriptor, observed);

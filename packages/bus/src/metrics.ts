@@ -22,12 +22,15 @@ export function outcomeOf(error: unknown): string {
   return isErrorKind(kind) ? kind : "internal";
 }
 
-/** Times a call: reports its route, outcome and duration to `hook`, and passes the result on as it was. */
+/**
+ * Times a call: reports its route, outcome and duration to `hook`, and passes the result on. A failure is
+ * passed on as `translate` makes it (the server's error translation, run here once instead of after).
+ */
 export function timed<T>(
   hook: ((route: string, outcome: string, seconds: number) => void) | undefined,
   route: string,
   run: () => Promise<T>,
-  classify: (error: unknown) => unknown = (error) => error,
+  translate: (error: unknown) => unknown = (error) => error,
 ): Promise<T> {
   if (!hook) return run();
   const started = process.hrtime.bigint();
@@ -38,23 +41,21 @@ export function timed<T>(
       // A metric never fails the call it measures.
     }
   };
+  const failed = (error: unknown): never => {
+    const translated = translate(error);
+    report(outcomeOf(translated));
+    throw translated;
+  };
   let promise: Promise<T>;
   try {
     promise = run();
   } catch (error) {
-    report(outcomeOf(classify(error)));
-    throw error;
+    promise = Promise.reject(error);
   }
-  return promise.then(
-    (value) => {
-      report("ok");
-      return value;
-    },
-    (error: unknown) => {
-      report(outcomeOf(classify(error)));
-      throw error;
-    },
-  );
+  return promise.then((value) => {
+    report("ok");
+    return value;
+  }, failed);
 }
 
 /** A queue as the broker reports it; `null` counts when the queue does not exist or did not answer in time. */

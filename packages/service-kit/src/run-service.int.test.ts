@@ -157,6 +157,10 @@ describe("metrics on /metrics", () => {
       await expect(client.call(UnreachableDatabaseRpc, {}, { timeoutMs: 15_000 })).rejects.toMatchObject({
         kind: "unavailable",
       });
+      // A driver error the handler lets through is translated and counted once.
+      await expect(client.call(ExhaustedDatabaseRpc, {}, { timeoutMs: 10_000 })).rejects.toMatchObject({
+        code: "DB_UNAVAILABLE",
+      });
       await expect(client.call(SlowRpc, { ms: 2_000 }, { timeoutMs: 50 })).rejects.toMatchObject({
         kind: "timeout",
       });
@@ -175,8 +179,14 @@ describe("metrics on /metrics", () => {
       expect(server).toMatch(
         /^rpc_server_duration_seconds_bucket\{le="0\.1",route="users\.fixture\.slow",outcome="ok"\} 2$/m,
       );
-      // The statement to the database that is not there failed once, and was counted as such.
-      expect(sample(server, 'db_errors_total{kind="connection"}')).toBe(1);
+      expect(
+        sample(
+          server,
+          'rpc_server_duration_seconds_count{route="users.fixture.exhausted-database",outcome="unavailable"}',
+        ),
+      ).toBe(1);
+      // The statement to the database that is not there, and the exhausted one: each counted once.
+      expect(sample(server, 'db_errors_total{kind="connection"}')).toBe(2);
       expect(sample(server, 'bus_queue_consumers{queue="users.rpc"}')).toBe(1);
       expect(sample(server, 'bus_queue_messages{queue="users.rpc"}')).toBeGreaterThanOrEqual(0);
       expect(sample(server, 'metrics_source_up{source="queues"}')).toBe(1);
