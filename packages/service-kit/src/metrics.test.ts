@@ -40,6 +40,23 @@ describe("a scrape", () => {
     expect(text).not.toMatch(/^outbox_backlog_events\{/m);
   });
 
+  it("scrapes at the same time share one reading of the sources", async () => {
+    const metrics = createProcessMetrics({ sourceTimeoutMs: 1_000 });
+    let reads = 0;
+    metrics.setSources({
+      outbox: async () => {
+        reads += 1;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return { schema: "probe", events: reads, oldestAgeSeconds: 0 };
+      },
+    });
+    const [a, b] = await Promise.all([metrics.scrape(), metrics.scrape()]);
+    expect(reads).toBe(1);
+    expect(a).toBe(b);
+    await metrics.scrape();
+    expect(reads).toBe(2);
+  });
+
   it("the backlog statement takes plain schema names only", () => {
     expect(outboxBacklogSql("users")).toContain("FROM users.outbox WHERE published_at IS NULL");
     expect(() => outboxBacklogSql("users; drop table x")).toThrow(/Invalid schema/);

@@ -145,6 +145,7 @@ export function createProcessMetrics(options: { sourceTimeoutMs?: number } = {})
   });
 
   let sources: ScrapeSources = {};
+  let inFlight: Promise<string> | undefined;
   const read = async <T>(source: string, run: (() => Promise<T>) | undefined): Promise<T | undefined> => {
     if (!run) return undefined;
     let timer: NodeJS.Timeout | undefined;
@@ -165,7 +166,7 @@ export function createProcessMetrics(options: { sourceTimeoutMs?: number } = {})
     }
   };
 
-  return {
+  const metrics: ProcessMetrics = {
     registry,
     contentType: registry.contentType,
     bus: {
@@ -180,35 +181,45 @@ export function createProcessMetrics(options: { sourceTimeoutMs?: number } = {})
       sources = { ...sources, ...next };
       if (next.service) serviceInfo.set({ service: next.service }, 1);
     },
-    async scrape() {
-      const { queues, outbox } = sources;
-      connected.set(sources.connected?.() ? 1 : 0);
-      const [report, backlog] = await Promise.all([
-        read("queues", queues && (() => queues(timeoutMs))),
-        read("outbox", outbox),
-      ]);
-      // What is known now: a queue the broker did not report is absent, not a stale number.
-      queueMessages.reset();
-      queueConsumers.reset();
-      deadLetters.reset();
-      for (const stat of report?.queues ?? []) {
-        if (stat.messages !== null) queueMessages.set({ queue: stat.queue }, stat.messages);
-        if (stat.consumers !== null) queueConsumers.set({ queue: stat.queue }, stat.consumers);
-      }
-      for (const stat of report?.deadLetters ?? []) {
-        if (stat.messages !== null) deadLetters.set({ queue: stat.queue }, stat.messages);
-      }
-      outboxEvents.reset();
-      outboxAge.reset();
-      if (backlog) {
-        outboxEvents.set({ schema: backlog.schema }, backlog.events);
-        outboxAge.set({ schema: backlog.schema }, backlog.oldestAgeSeconds);
-      }
-      const text = await registry.metrics();
-      const own = sources.text?.()?.trimEnd();
-      return own ? `${text.trimEnd()}\n${own}\n` : text;
+    scrape() {
+      // Scrapes at the same time share one reading: gauges reset and set by one are never read half-way.
+      inFlight ??= collect().finally(() => {
+        inFlight = undefined;
+      });
+      return inFlight;
     },
   };
+
+  return metrics;
+
+  async function collect(): Promise<string> {
+    const { queues, outbox } = sources;
+    connected.set(sources.connected?.() ? 1 : 0);
+    const [report, backlog] = await Promise.all([
+      read("queues", queues && (() => queues(timeoutMs))),
+      read("outbox", outbox),
+    ]);
+    // What is known now: a queue the broker did not report is absent, not a stale number.
+    queueMessages.reset();
+    queueConsumers.reset();
+    deadLetters.reset();
+    for (const stat of report?.queues ?? []) {
+      if (stat.messages !== null) queueMessages.set({ queue: stat.queue }, stat.messages);
+      if (stat.consumers !== null) queueConsumers.set({ queue: stat.queue }, stat.consumers);
+    }
+    for (const stat of report?.deadLetters ?? []) {
+      if (stat.messages !== null) deadLetters.set({ queue: stat.queue }, stat.messages);
+    }
+    outboxEvents.reset();
+    outboxAge.reset();
+    if (backlog) {
+      outboxEvents.set({ schema: backlog.schema }, backlog.events);
+      outboxAge.set({ schema: backlog.schema }, backlog.oldestAgeSeconds);
+    }
+    const text = await registry.metrics();
+    const own = sources.text?.()?.trimEnd();
+    return own ? `${text.trimEnd()}\n${own}\n` : text;
+  }
 }
 
 /** The SQL of an outbox's backlog (its partial index on unpublished rows keeps it cheap). */
