@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createProcessMetrics, outboxBacklogSql } from "./metrics.ts";
+import { createSqlPool } from "./sql-pool.ts";
 
 describe("a scrape", () => {
   it("does not wait for a source that hangs (a broker or database gone quiet): it says so and goes on", async () => {
@@ -55,6 +56,25 @@ describe("a scrape", () => {
     expect(a).toBe(b);
     await metrics.scrape();
     expect(reads).toBe(2);
+  });
+
+  it("a database that is not there: the outbox source is down, the scrape answers", async () => {
+    // Port 1: nothing listens there; the connection is refused for real.
+    const pool = createSqlPool("postgres://postgres@127.0.0.1:1/none", { max: 1 });
+    const metrics = createProcessMetrics({ sourceTimeoutMs: 2_000 });
+    metrics.setSources({
+      outbox: async () => {
+        await pool.query(outboxBacklogSql("users"));
+        return { schema: "users", events: 0, oldestAgeSeconds: 0 };
+      },
+    });
+    try {
+      const text = await metrics.scrape();
+      expect(text).toContain('metrics_source_up{source="outbox"} 0');
+      expect(text).not.toMatch(/^outbox_backlog_events\{/m);
+    } finally {
+      await pool.end();
+    }
   });
 
   it("the backlog statement takes plain schema names only", () => {
