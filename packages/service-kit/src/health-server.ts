@@ -70,13 +70,3 @@ export async function startHealthServer(options: {
       }),
   };
 }
-
-/** One gauge or counter in Prometheus text format. */
-export function metricLines(
-  name: string,
-  type: "gauge" | "counter",
-  help: string,
-  value: number | bigint,
-): string {
-  return `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${value}`;
-}
