@@ -43,3 +43,4 @@ export {
   rpcQueueOf,
   subscriptionQueueOf,
 } from "./topology.ts";
+export { activeTraceparent, formatTraceparent, parseTraceparent } from "./trace-context.ts";

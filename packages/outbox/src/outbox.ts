@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { encodeBody, type TraceContext } from "@fundraise/bus";
+import { activeTraceparent, encodeBody, type TraceContext } from "@fundraise/bus";
 import { type EventDescriptor, type PayloadOf, validatorOf } from "@fundraise/protocol";
 import { checkSchema, type SqlExecutor } from "./sql.ts";
 
@@ -52,8 +52,9 @@ export async function enqueue<D extends EventDescriptor>(
   const id = options.messageId ?? randomUUID();
   const { body, contentType } = encodeBody(payload);
   const headers: Record<string, string> = {};
-  const { requestId, traceparent } = options.context ?? {};
+  const { requestId, traceparent = activeTraceparent() } = options.context ?? {};
   if (requestId !== undefined) headers.requestId = requestId;
+  // The write's trace: the consumers of the event continue it when the relay publishes the row.
   if (traceparent !== undefined) headers.traceparent = traceparent;
   await executor.query(
     `INSERT INTO ${schema}.outbox (id, event_name, payload, content_type, headers) VALUES ($1, $2, $3, $4, $5)`,
@@ -85,8 +86,9 @@ export async function enqueueMany(
   if (items.length === 0) return [];
   const schema = checkSchema(options.schema ?? "public");
   const headers: Record<string, string> = {};
-  const { requestId, traceparent } = options.context ?? {};
+  const { requestId, traceparent = activeTraceparent() } = options.context ?? {};
   if (requestId !== undefined) headers.requestId = requestId;
+  // The write's trace: the consumers of the event continue it when the relay publishes the row.
   if (traceparent !== undefined) headers.traceparent = traceparent;
   const rows = items.map(({ descriptor, payload }) => {
     validatorOf(descriptor.payload).assert(payload, `${descriptor.name} event`);
