@@ -62,7 +62,11 @@ async function startReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; cl
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
-      if (req.method !== "POST" || req.url !== "/v1/traces" || !req.headers["content-type"]?.includes("json")) {
+      if (
+        req.method !== "POST" ||
+        req.url !== "/v1/traces" ||
+        !req.headers["content-type"]?.includes("json")
+      ) {
         res.writeHead(415).end();
         return;
       }
@@ -200,7 +204,7 @@ describe("tracing: OTLP from the running system", () => {
     // Users → outbox → relay → auth: the consumer continues the write's trace; its parent is the publish
     // of the row, whose parent is the RPC span that wrote it.
     const consumer = spans.find((s) => s.service === "fundraise-auth" && s.kind === Kind.CONSUMER);
-    expect(consumer?.name).toBe("process users.emailChanged");
+    expect(consumer?.name).toBe("process users.user.email-changed");
     const publish = spans.find((s) => s.spanId === consumer?.parentSpanId);
     expect(publish).toMatchObject({ service: "fundraise-users", kind: Kind.PRODUCER });
     expect(ancestorsOf(publish as ReceivedSpan)).toContain(server);
@@ -212,8 +216,8 @@ describe("tracing: OTLP from the running system", () => {
     const login = gatewayRequestSpan("POST", "/Authentication/Login");
     expect(login?.traceId).toBeDefined();
     expect(login?.traceId).not.toBe(request.traceId);
-    expect(traceOf(login?.traceId as string).some((s) => s.service === "fundraise-auth" && s.kind === Kind.SERVER)).toBe(
-      true,
-    );
+    expect(
+      traceOf(login?.traceId as string).some((s) => s.service === "fundraise-auth" && s.kind === Kind.SERVER),
+    ).toBe(true);
   });
 });

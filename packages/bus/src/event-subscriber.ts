@@ -5,7 +5,6 @@ import type { EventHandler, SubscribeOptions } from "./bus.ts";
 import { decodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { type ConsumerRole, type Consumers, messageContext, safeAck, safeNack } from "./consumers.ts";
-import { processSpan } from "./trace-context.ts";
 import type { EventPublisher } from "./event-publisher.ts";
 import {
   carriedHeaders,
@@ -23,6 +22,7 @@ import {
   type SubscriptionTopology,
   subscriptionQueueOf,
 } from "./topology.ts";
+import { processSpan } from "./trace-context.ts";
 
 export interface EventSubscriberOptions {
   log: Logger;

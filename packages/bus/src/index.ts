@@ -43,4 +43,13 @@ export {
   rpcQueueOf,
   subscriptionQueueOf,
 } from "./topology.ts";
-export { activeTraceparent, formatTraceparent, parseTraceparent } from "./trace-context.ts";
+export {
+  activeTraceparent,
+  type BusSpan,
+  formatTraceparent,
+  parseTraceparent,
+  processSpan,
+  publishSpan,
+  rpcClientSpan,
+  rpcServerSpan,
+} from "./trace-context.ts";

@@ -1,3 +1,4 @@
+import { HTTP_STATUS_OF_KIND, isAppError } from "@fundraise/protocol";
 import {
   type Context,
   context,
@@ -9,7 +10,6 @@ import {
   TraceFlags,
   trace,
 } from "@opentelemetry/api";
-import { HTTP_STATUS_OF_KIND, isAppError } from "@fundraise/protocol";
 
 /**
  * The bus's spans (OpenTelemetry), one per call, request, publish and delivery, linked by the W3C

@@ -23,7 +23,9 @@ const PROTOCOLS = ["http/protobuf", "http/json"] as const;
 
 /** The exporter OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL names; any other value stops the process, named. */
 function exporterOf(env: NodeJS.ProcessEnv) {
-  const name = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
+  const name = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
+    ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+    : "OTEL_EXPORTER_OTLP_PROTOCOL";
   const protocol = env[name]?.trim() || "http/protobuf";
   if (protocol === "http/json") return new OtlpJsonExporter();
   if (protocol === "http/protobuf") return new OtlpProtobufExporter();
