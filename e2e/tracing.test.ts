@@ -50,10 +50,10 @@ interface OtlpExport {
   }[];
 }
 
-const valueOf = (value: OtlpValue) =>
+const otlpValue = (value: OtlpValue) =>
   value.stringValue ?? value.intValue ?? value.boolValue ?? value.doubleValue ?? null;
 const attributesOf = (list: OtlpAttribute[] | undefined) =>
-  Object.fromEntries((list ?? []).map(({ key, value }) => [key, valueOf(value)]));
+  Object.fromEntries((list ?? []).map(({ key, value }) => [key, otlpValue(value)]));
 
 /** A real OTLP/HTTP trace receiver: POST /v1/traces in JSON, every span kept. */
 async function startReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; close(): Promise<void> }> {
