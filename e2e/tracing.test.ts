@@ -169,7 +169,7 @@ describe("tracing: OTLP from the running system", () => {
         const spans = traceOf(root.traceId);
         return (
           spans.some((s) => s.service === "fundraise-users" && s.kind === Kind.SERVER) &&
-          spans.some((s) => s.service === "fundraise-auth" && s.kind === Kind.CONSUMER)
+          spans.filter((s) => s.service === "fundraise-auth" && s.kind === Kind.CONSUMER).length === 2
         );
       },
       20_000,
@@ -203,12 +203,20 @@ describe("tracing: OTLP from the running system", () => {
 
     // Users → outbox → relay → auth: the consumer continues the write's trace; its parent is the publish
     // of the row, whose parent is the RPC span that wrote it.
-    const consumer = spans.find((s) => s.service === "fundraise-auth" && s.kind === Kind.CONSUMER);
+    const consumer = spans.find(
+      (s) => s.service === "fundraise-auth" && s.name === "process users.user.email-changed",
+    );
     expect(consumer?.name).toBe("process users.user.email-changed");
     const publish = spans.find((s) => s.spanId === consumer?.parentSpanId);
     expect(publish).toMatchObject({ service: "fundraise-users", kind: Kind.PRODUCER });
     expect(ancestorsOf(publish as ReceivedSpan)).toContain(server);
     expect(ancestorsOf(consumer as ReceivedSpan).at(-1)?.spanId).toBe(request.spanId);
+    // So does the consumer of the row the users table's trigger wrote in the same transaction (no enqueue:
+    // the outbox's headers default to the transaction's traceparent).
+    const accountChanged = spans.find(
+      (s) => s.service === "fundraise-auth" && s.name === "process users.user.account-changed",
+    );
+    expect(ancestorsOf(accountChanged as ReceivedSpan)).toContain(server);
 
     // One trace per request: every span of the users RPC and of the consumer belongs to this one, and the
     // sign-in before it is a trace of its own.

@@ -26,6 +26,29 @@ CREATE INDEX IF NOT EXISTS outbox_published_at_idx ON ${s}.outbox (published_at)
 
 export const OUTBOX_DDL = outboxDdl();
 
+/**
+ * The transaction-local setting that holds the writing transaction's traceparent (set by the service's
+ * transaction helper while tracing is on; see `withTraceparent`).
+ */
+export const TRACEPARENT_SETTING = "fundraise.traceparent";
+
+/**
+ * A migration's DDL: outbox rows written without headers (by a trigger, by SQL by hand) take the
+ * writing transaction's traceparent, so their consumers continue the write's trace as `enqueue`'s do.
+ */
+export function outboxTraceDefaultDdl(schema = "public"): string {
+  const s = checkSchema(schema);
+  return `ALTER TABLE ${s}.outbox ALTER COLUMN headers SET DEFAULT
+  jsonb_strip_nulls(jsonb_build_object('traceparent', nullif(current_setting('${TRACEPARENT_SETTING}', true), '')))`;
+}
+
+/** Records the active span's traceparent in the transaction `executor` runs (nothing outside a span). */
+export async function withTraceparent(executor: SqlExecutor): Promise<void> {
+  const traceparent = activeTraceparent();
+  if (traceparent === undefined) return;
+  await executor.query("SELECT set_config($1, $2, true)", [TRACEPARENT_SETTING, traceparent]);
+}
+
 /** The LISTEN/NOTIFY channel the relay wakes up on; enqueue notifies it (delivered at commit). */
 export const outboxChannelOf = (schema: string): string => `bus_outbox_${checkSchema(schema)}`;
 
