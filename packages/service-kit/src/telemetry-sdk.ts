@@ -2,12 +2,11 @@
  * The OpenTelemetry SDK of a traced process, started by the preload (telemetry.ts) only when tracing is
  * on: traces over OTLP/HTTP (`OTEL_EXPORTER_OTLP_PROTOCOL` `http/protobuf`, the default, or `http/json`)
  * to OTEL_EXPORTER_OTLP_ENDPOINT, batched (OTEL_BSP_*), as `fundraise-<service>`. The instrumentations:
- * HTTP (incoming requests; outgoing ones only inside a trace), fastify (@fastify/otel, its own), pg and
+ * fastify (@fastify/otel: a SERVER span per request), HTTP (outgoing requests inside a trace), pg and
  * ioredis (only inside a trace: the outbox relay's and the indexer's polling start none). RPC and events
  * have the bus's own spans (@fundraise/bus trace-context.ts). Metrics and logs are not exported here:
  * metrics are Prometheus's (`/metrics`), logs stay on stdout with trace_id and span_id (logger.ts).
  */
-import type { IncomingMessage } from "node:http";
 import { register } from "node:module";
 import { FastifyOtelInstrumentation } from "@fastify/otel";
 import { OTLPTraceExporter as OtlpJsonExporter } from "@opentelemetry/exporter-trace-otlp-http";
@@ -32,8 +31,6 @@ function exporterOf(env: NodeJS.ProcessEnv) {
   throw new Error(`${name}=${protocol} is not supported: use ${PROTOCOLS.join(" or ")} (OTLP over HTTP).`);
 }
 
-const untraced = (request: IncomingMessage) => UNTRACED_PATHS.has((request.url ?? "").split("?")[0] ?? "");
-
 export async function startTelemetry(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const traceExporter = exporterOf(env);
   // The ESM hook, limited to the modules an instrumentation asked for (import-in-the-middle's message
@@ -46,15 +43,23 @@ export async function startTelemetry(env: NodeJS.ProcessEnv = process.env): Prom
     metricReaders: [],
     logRecordProcessors: [],
     instrumentations: [
-      new HttpInstrumentation({ ignoreIncomingRequestHook: untraced, requireParentforOutgoingSpans: true }),
-      // The request and its handler; no span per lifecycle hook (five more spans a request): what a
-      // hook calls (the session check's Redis, the auth service) is still traced, under the request.
+      // Incoming requests are fastify's (below): one span per request, named by its route. This one
+      // traces outgoing HTTP inside a trace (the gateway's IPFS calls, say).
+      new HttpInstrumentation({
+        disableIncomingRequestInstrumentation: true,
+        requireParentforOutgoingSpans: true,
+      }),
+      // The request's SERVER span, continuing a caller's traceparent; no span per lifecycle hook or for
+      // the handler (six more spans a request): what they call (Redis, the services) is traced under it.
       new FastifyOtelInstrumentation({
         registerOnInitialization: true,
         instrumentHooks: false,
+        instrumentHandler: false,
         ignorePaths: (route) => UNTRACED_PATHS.has(route.url),
+        requestHook: (span, request) =>
+          span.updateName(`${request.method} ${request.routeOptions.url ?? ""}`),
       }),
-      new PgInstrumentation({ requireParentSpan: true }),
+      new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
       new IORedisInstrumentation({ requireParentSpan: true }),
     ],
   });
