@@ -5,7 +5,6 @@ import { type HealthServer, metricLines, startHealthServer } from "./health-serv
 import { createLogger, type Logger } from "./logger.ts";
 import type { ServiceOutbox } from "./outbox.ts";
 import { type Closers, createShutdown, exitOnSignals, type Shutdown } from "./shutdown.ts";
-import { stopTelemetry, tracingStarted } from "./telemetry-env.ts";
 
 /** What `runService` needs of a service's config (every config.ts has these). */
 export interface ServiceConfig {
@@ -63,8 +62,6 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
   const log = createLogger({ service: spec.name, level: config.log.level });
   const shutdown = createShutdown(log);
   exitOnSignals(shutdown, log);
-  // The last step: the spans of the shutdown itself are exported too.
-  if (tracingStarted()) shutdown.add("telemetry", () => stopTelemetry());
   let bus: AmqpBus | undefined;
   let app: ServiceApp | undefined;
   let health: HealthServer | undefined;
