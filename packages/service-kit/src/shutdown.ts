@@ -80,7 +80,9 @@ async function exitAfterTelemetry(log: Logger, code: number): Promise<never> {
     timer = setTimeout(resolve, TELEMETRY_FLUSH_MS);
   });
   await Promise.race([
-    stopTelemetry().catch((err: unknown) => log.warn({ err }, "spans not exported at exit")),
+    stopTelemetry().then((err) => {
+      if (err !== undefined) log.warn({ err }, "spans not exported at exit");
+    }),
     timeout,
   ]);
   clearTimeout(timer);

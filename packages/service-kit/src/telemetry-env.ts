@@ -41,7 +41,15 @@ export function tracingStarted(): boolean {
   return (globalThis as { [STARTED]?: StartedTelemetry })[STARTED] !== undefined;
 }
 
-/** Exports the spans still buffered and stops the SDK; nothing when tracing is off. */
-export async function stopTelemetry(): Promise<void> {
-  await (globalThis as { [STARTED]?: StartedTelemetry })[STARTED]?.shutdown();
+/**
+ * Exports the spans still buffered and stops the SDK; nothing when tracing is off. Never rejects: a
+ * collector that cannot be reached is the error it resolves with (the spans are lost, the exit goes on).
+ */
+export async function stopTelemetry(): Promise<unknown> {
+  try {
+    await (globalThis as { [STARTED]?: StartedTelemetry })[STARTED]?.shutdown();
+    return undefined;
+  } catch (error) {
+    return error;
+  }
 }

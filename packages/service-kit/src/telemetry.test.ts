@@ -45,7 +45,9 @@ function probe(
   return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
 }
 
-const report = (stdout: string) => JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}");
+/** The probe's report: its line with `started` (its log line may come after it). */
+const report = (stdout: string) =>
+  JSON.parse(stdout.split("\n").find((line) => line.startsWith('{"started"')) ?? "{}");
 
 describe("the tracing preload", () => {
   it("with OTEL_EXPORTER_OTLP_ENDPOINT unset: no SDK, nothing patched, nothing exported, the given traceparent only", async () => {
@@ -82,6 +84,24 @@ describe("the tracing preload", () => {
     expect(resource).toContainEqual({ key: "service.name", value: { stringValue: "fundraise-probe" } });
     const span = body.resourceSpans[0].scopeSpans[0].spans[0];
     expect(span).toMatchObject({ traceId, spanId, name: "probe.call" });
+  });
+
+  it("with the collector unreachable: the process runs and exits as usual, the spans dropped", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const run = await probe({
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+      OTEL_EXPORTER_OTLP_TIMEOUT: "1000",
+      SERVICE: "probe",
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(report(run.stdout)).toMatchObject({
+      started: true,
+      tracerProvider: true,
+      exportFailed: expect.stringContaining("ECONNREFUSED"),
+    });
   });
 
   it("refuses a protocol other than OTLP over HTTP, naming the variable", async () => {

@@ -15,7 +15,7 @@ const api = (globalThis as Record<symbol, Record<string, unknown> | undefined>)[
 const span = rpcClientSpan("probe.call", "probe", undefined);
 span.run(() => createLogger({ service: "probe" }).info("inside the span"));
 span.end();
-await stopTelemetry();
+const stopped = await stopTelemetry();
 const query = pg.Client.prototype.query as { __wrapped?: boolean };
 process.stdout.write(
   `${JSON.stringify({
@@ -23,5 +23,6 @@ process.stdout.write(
     tracerProvider: api?.trace !== undefined,
     pgPatched: query.__wrapped === true,
     traceparent: span.traceparent ?? null,
+    ...(stopped === undefined ? {} : { exportFailed: String(stopped) }),
   })}\n`,
 );
