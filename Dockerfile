@@ -7,8 +7,8 @@
 #   docker build --target contracts -t fundraise/contracts-deploy:0.1.0 .
 #
 # The runtime holds production dependencies only (tsx runs the TypeScript sources, so it is one of
-# them: a root `dependencies` entry) and the services' sources without tests; no dev tools, no e2e/,
-# bench/ or scripts/.
+# them: a root `dependencies` entry, as is @fundraise/service-kit for its tracing preload) and the
+# services' sources without tests; no dev tools, no e2e/, bench/ or scripts/.
 
 # The workspace's pinned Node (package.json devDependency `node`), the exact release.
 ARG NODE_IMAGE=node:22.23.3-bookworm-slim
@@ -75,8 +75,9 @@ if [ -z "$SERVICE" ] || [ ! -f "$main" ]; then
 fi
 # As every other launcher starts it (scripts/lib/processes.ts, serviceNodeArgs). One process, no tsx CLI
 # wrapper: node gets SIGTERM itself (from tini under `init: true`, or as PID 1), which starts the
-# service's ordered shutdown (intake, consumers, outbox relay, bus, state).
-exec node --import tsx "$main"
+# service's ordered shutdown (intake, consumers, outbox relay, bus, state). The tracing preload does
+# nothing unless OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/adr/0030-tracing.md).
+exec node --import tsx --import @fundraise/service-kit/telemetry "$main"
 EOF
 # The gateway answers on its public port, every other service on its internal health port (HEALTH_PORT).
 COPY --chmod=755 <<'EOF' /usr/local/bin/healthcheck

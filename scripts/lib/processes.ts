@@ -29,11 +29,14 @@ export function stopProcess(child: ChildProcess, graceMs = 10_000): Promise<void
   });
 }
 
+/** The tracing preload: nothing unless OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/adr/0031-tracing.md). */
+const TELEMETRY = "@fundraise/service-kit/telemetry";
+
 /**
- * Node's arguments for a service of `services/`: tsx and its `src/main.ts`, relative to the workspace
- * root, as `pnpm start`, the tests, the benchmarks and the image's `run-service` all start it.
- * `extraFlags` come first (a profiler's, say).
+ * Node's arguments for a service of `services/`: tsx, the tracing preload and its `src/main.ts`, relative
+ * to the workspace root, as `pnpm start`, the tests, the benchmarks and the image's `run-service` all
+ * start it. `extraFlags` come first (a profiler's, say).
  */
 export function serviceNodeArgs(name: string, extraFlags: readonly string[] = []): string[] {
-  return [...extraFlags, "--import", "tsx", join("services", name, "src", "main.ts")];
+  return [...extraFlags, "--import", "tsx", "--import", TELEMETRY, join("services", name, "src", "main.ts")];
 }

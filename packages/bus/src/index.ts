@@ -50,3 +50,13 @@ export {
   rpcQueueOf,
   subscriptionQueueOf,
 } from "./topology.ts";
+export {
+  activeTraceparent,
+  type BusSpan,
+  formatTraceparent,
+  parseTraceparent,
+  processSpan,
+  publishSpan,
+  rpcClientSpan,
+  rpcServerSpan,
+} from "./trace-context.ts";
