@@ -7,8 +7,8 @@
 #   docker build --target contracts -t fundraise/contracts-deploy:0.1.0 .
 #
 # The runtime holds the built JavaScript (`pnpm build`: one bundle per service, the workspace packages
-# inlined) and the production dependencies it imports; no TypeScript sources, tests, tsx, typescript or
-# other dev tools, no e2e/, bench/ or scripts/.
+# inlined, and the tracing preload) and the production dependencies it imports; no TypeScript sources,
+# tests, tsx, typescript or other dev tools, no e2e/, bench/ or scripts/.
 
 # The workspace's pinned Node (package.json devDependency `node`), the exact release.
 ARG NODE_IMAGE=node:22.23.3-bookworm-slim
@@ -38,11 +38,12 @@ RUN --mount=type=cache,id=pnpm-store,target=/pnpm-store \
 COPY . .
 RUN pnpm build
 
-# What the images take of the build: each service's bundle and the contracts' deploy command, nothing else
-# (no source maps: they carry the sources).
+# What the images take of the build: each service's bundle, the tracing preload with its SDK chunk (loaded
+# only when tracing is on) and the contracts' deploy command, nothing else (no source maps: they carry the
+# sources).
 FROM build AS output
 RUN mkdir /output \
- && cp --parents services/*/dist/main.js packages/contracts/dist/deploy.js /output/
+ && cp --parents services/*/dist/main.js packages/service-kit/dist/*.js packages/contracts/dist/deploy.js /output/
 
 # Production dependencies of every workspace package, linked as pnpm links them (a service's bundle
 # resolves its imports from services/<name>/node_modules). devDependencies (esbuild, tsx, typescript,
@@ -81,8 +82,9 @@ if [ -z "$SERVICE" ] || [ ! -f "$main" ]; then
 fi
 # As every other launcher starts the built code (scripts/lib/processes.ts, serviceNodeArgs "built"). One
 # process: node gets SIGTERM itself (from tini under `init: true`, or as PID 1), which starts the
-# service's ordered shutdown (intake, consumers, outbox relay, bus, state).
-exec node "$main"
+# service's ordered shutdown (intake, consumers, outbox relay, bus, state). The tracing preload does
+# nothing unless OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/adr/0031-tracing.md).
+exec node --import ./packages/service-kit/dist/telemetry.js "$main"
 EOF
 # The gateway answers on its public port, every other service on its internal health port (HEALTH_PORT).
 COPY --chmod=755 <<'EOF' /usr/local/bin/healthcheck

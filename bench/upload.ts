@@ -8,10 +8,8 @@
  *    of as many new bytes to the same node (kubo-rpc-client, Kubo's defaults): medians, ratio;
  * 2. the CPU each process of the path spends per Add (from /proc), and the peak RSS of the gateway and
  *    storage during those uploads (VmHWM, reset before them);
- * 3. anonymous `GET /Project/Get/All` with 1,000 visible projects beside `GET /user/learnusercount`, in
- *    req/s, with autocannon.
  *
- *   pnpm bench:upload [-- --runs 3 --connections 50 --duration 10]
+ *   pnpm bench:upload [-- --runs 3]
  */
 import { randomBytes } from "node:crypto";
 import { availableParallelism } from "node:os";
@@ -19,11 +17,8 @@ import { parseArgs } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { createKuboIpfs } from "@fundraise/ipfs";
-import { cidOfDigestHex } from "@fundraise/ipfs-node";
 import { createTestDatabase } from "@fundraise/service-kit/testing";
-import autocannon from "autocannon";
 import { Wallet } from "ethers";
-import pg from "pg";
 import { cpuMs, pidsOf } from "./lib/cpu.ts";
 import {
   closeConnections,
@@ -40,21 +35,16 @@ const { values } = parseArgs({
   args: process.argv.slice(2).filter((a) => a !== "--"),
   options: {
     runs: { type: "string", default: "3" },
-    connections: { type: "string", default: "50" },
-    duration: { type: "string", default: "10" },
   },
 });
 const runs = Number(values.runs);
-const connections = Number(values.connections);
-const duration = Number(values.duration);
 const MiB = 1024 * 1024;
 const PAYLOAD = 10 * MiB;
-const PROJECTS = 1000;
 
 liftRateLimits({ REVIEW_QUEUE_PER_PROPOSER: "100000" });
 const { startSystem } = await import("../e2e/system.ts");
 
-/** Our own database, so this script can write project rows; the system's services all use it. */
+/** A database of its own, dropped at the end; the system's services all use it. */
 const db = await createTestDatabase("bench_upload");
 const ipfsNode = await startIpfsProcess();
 const sys = await startSystem({ env: { DATABASE_URL: db.url }, ipfsUrl: ipfsNode.url }).catch(
@@ -100,30 +90,6 @@ async function signedInUser(): Promise<string> {
   });
   if (login.status !== 200) throw new Error(`login: ${login.status} ${JSON.stringify(login.body)}`);
   return login.body.data as string;
-}
-
-/**
- * req/s and latency under load; `headers` for a conditional GET, whose 304s count as answers. Also the
- * CPU per request of the serving processes (gateway, the service answering, RabbitMQ) and of the load
- * generator (this process): on 2 cores they share, req/s of a large answer is the client's as much as
- * the server's.
- */
-async function load(url: string, headers: Record<string, string> = {}) {
-  await autocannon({ url, connections, duration: 2, headers });
-  const serving = [servicePid("gateway"), servicePid("projects"), servicePid("users"), ...pidsOf("beam.smp")];
-  const serverCpu = () => serving.reduce((sum, pid) => sum + cpuMs(pid), 0);
-  const [server0, client0] = [serverCpu(), cpuMs(process.pid)];
-  const r = await autocannon({ url, connections, duration, headers });
-  const requests = r.requests.total || 1;
-  const bad = r.non2xx - (headers["if-none-match"] ? r["3xx"] : 0) + r.errors;
-  return {
-    rps: r.requests.average,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-    bad,
-    serverUs: ((serverCpu() - server0) * 1000) / requests,
-    clientUs: ((cpuMs(process.pid) - client0) * 1000) / requests,
-  };
 }
 
 try {
@@ -207,30 +173,6 @@ try {
   }
   const peak = { gateway: memoryOf(pids.gateway).hwm, storage: memoryOf(pids.storage).hwm };
 
-  // 1,000 projects anonymous callers see: viewer-accepted and Approved.
-  const client = new pg.Client({ connectionString: db.url });
-  await client.connect();
-  try {
-    const hashes = Array.from({ length: PROJECTS }, () => randomBytes(32).toString("hex").toUpperCase());
-    await client.query(
-      `insert into projects.project
-         (name, description, file_hash, cid, status, viewer_accepted, proposer_address, created_at, updated_at)
-       select 'bench project ' || n, 'a project of the benchmark', h, c, 'Approved', true, $3, now(), now()
-       from unnest($1::text[], $2::text[]) with ordinality as t(h, c, n)`,
-      [hashes, hashes.map((h) => cidOfDigestHex(h).toString()), Wallet.createRandom().address],
-    );
-  } finally {
-    await client.end();
-  }
-  const listUrl = `${sys.gatewayUrl}/Project/Get/All`;
-  const listed = (await fetch(listUrl).then((r) => r.json())) as { data: unknown[] };
-  const listAnswer = await fetch(listUrl);
-  const listBytes = (await listAnswer.arrayBuffer()).byteLength;
-  const list = await load(listUrl);
-  const zipped = await load(listUrl, { "accept-encoding": "gzip" });
-  const notModified = await load(listUrl, { "if-none-match": listAnswer.headers.get("etag") ?? "" });
-  const count = await load(`${sys.gatewayUrl}/user/learnusercount`);
-
   const ratio = median(gatewayMs) / median(directMs);
   const fmt = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(", ");
   console.log(`\n10 MiB whitepaper (${PAYLOAD} bytes), ${runs} runs each after one warm-up\n`);
@@ -271,25 +213,6 @@ try {
         `   peak ${(peak[name] / PAYLOAD).toFixed(1)}× the payload, above idle ${((peak[name] - idle[name]) / PAYLOAD).toFixed(1)}×   (goal ≤ 3×)`,
     );
   }
-  console.log(
-    `\nanonymous GET, ${connections} connections, ${duration} s each (Get/All: ${listed.data.length} projects, ${(listBytes / 1024).toFixed(0)} KiB)\n`,
-  );
-  console.log(
-    `${"".padEnd(24)} ${"req/s".padStart(8)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)} ${"non-2xx/errors".padStart(15)}` +
-      `${"server µs/req".padStart(15)} ${"client µs/req".padStart(14)}`,
-  );
-  const row = (name: string, r: typeof list) =>
-    `${name.padEnd(24)} ${r.rps.toFixed(0).padStart(8)} ${String(r.p50).padStart(8)} ${String(r.p99).padStart(8)} ${String(r.bad).padStart(15)}` +
-    `${r.serverUs.toFixed(0).padStart(15)} ${r.clientUs.toFixed(0).padStart(14)}`;
-  console.log(row("GET /Project/Get/All", list));
-  console.log(row("  the same, gzip", zipped));
-  console.log(row("  the same, 304", notModified));
-  console.log(row("GET /user/learnusercount", count));
-  console.log(
-    `Get/All / learnusercount: req/s ${(list.rps / count.rps).toFixed(2)}× (gzip ${(zipped.rps / count.rps).toFixed(2)}×, ` +
-      `304 ${(notModified.rps / count.rps).toFixed(2)}×); server CPU per request ${(list.serverUs / count.serverUs).toFixed(2)}× ` +
-      `(gzip ${(zipped.serverUs / count.serverUs).toFixed(2)}×, 304 ${(notModified.serverUs / count.serverUs).toFixed(2)}×)`,
-  );
 } finally {
   closeConnections();
   await sys.stop();

@@ -87,9 +87,13 @@ describe("pnpm start", () => {
   it("serves Prometheus metrics on the internal port only", async () => {
     const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
     expect(res.status).toBe(200);
-    expect(await res.text()).toMatch(
-      /^http_request_duration_seconds_count\{[^}]*route="\/user\/learnusercount"/m,
+    const text = await res.text();
+    expect(text).toMatch(/^http_request_duration_seconds_count\{[^}]*route="\/user\/learnusercount"/m);
+    // The gateway's side of the call behind it, on the same registry (service-kit's process metrics).
+    expect(text).toMatch(
+      /^rpc_client_duration_seconds_count\{route="users\.user\.count",outcome="ok"\} [1-9]/m,
     );
+    expect(text).toContain('service_info{service="gateway"} 1');
     const open = await fetch(`http://localhost:${port}/metrics`);
     expect(open.status).toBe(404);
     expect(await open.json()).toEqual({ data: null, success: false, message: "No route GET /metrics." });

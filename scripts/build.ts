@@ -1,6 +1,7 @@
 /**
- * `pnpm build`: runnable JavaScript for every service (`services/<name>/dist/main.js`) and for the contracts'
- * deploy command (`packages/contracts/dist/deploy.js`), as the image runs them (docs/adr, "built output").
+ * `pnpm build`: runnable JavaScript for every service (`services/<name>/dist/main.js`), the tracing preload
+ * (`packages/service-kit/dist/telemetry.js`) and the contracts' deploy command
+ * (`packages/contracts/dist/deploy.js`), as the image runs them (docs/adr/0032-built-javascript-image.md).
  *
  * esbuild bundles each entry point with the workspace packages (`@fundraise/*`, TypeScript sources) inlined
  * and every third-party package left as an import, resolved at run time from the node_modules that pnpm
@@ -13,7 +14,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { builtinModules } from "node:module";
-import { dirname, join, relative } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import {
   build,
   type Metafile,
@@ -32,6 +33,11 @@ export interface BuildTarget {
   entry: string;
   /** The output file, relative to `dir`. */
   out: string;
+  /**
+   * Modules the entry imports with `import()` go to chunks of their own beside it, loaded only when that
+   * import runs (the tracing preload's SDK: nothing of OpenTelemetry loads while tracing is off).
+   */
+  splitting?: boolean;
 }
 
 /** Every service of `services/` (those with a `src/main.ts`). */
@@ -48,6 +54,13 @@ export function buildTargets(services: readonly string[] = serviceNames()): Buil
       entry: join("src", "main.ts"),
       out: join("dist", "main.js"),
     })),
+    // The tracing preload every service starts with (scripts/lib/processes.ts, BUILT_TELEMETRY).
+    {
+      dir: join("packages", "service-kit"),
+      entry: join("src", "telemetry.ts"),
+      out: join("dist", "telemetry.js"),
+      splitting: true,
+    },
     {
       dir: join("packages", "contracts"),
       entry: join("scripts", "deploy.ts"),
@@ -107,12 +120,16 @@ function sideEffectFree(result: ResolveResult): OnResolveResult {
   return { path: result.path, external: result.external, ...(inWorkspace ? { sideEffects: false } : {}) };
 }
 
-/** The third-party packages a bundle imports that its package's node_modules does not have. */
+/** The third-party packages a bundle (its chunks included) imports that its package's node_modules does not have. */
 export function missingDependencies(target: BuildTarget, metafile: Metafile): string[] {
-  const output = metafile.outputs[join(target.dir, target.out)];
-  if (!output) throw new Error(`esbuild wrote no ${join(target.dir, target.out)}`);
+  if (!metafile.outputs[join(target.dir, target.out)]) {
+    throw new Error(`esbuild wrote no ${join(target.dir, target.out)}`);
+  }
   const packages = new Set(
-    output.imports.filter((i) => i.external && !isBuiltin(i.path)).map((i) => packageName(i.path)),
+    Object.values(metafile.outputs)
+      .flatMap((output) => output.imports)
+      .filter((i) => i.external && !isBuiltin(i.path))
+      .map((i) => packageName(i.path)),
   );
   const missing = [...packages].filter((name) => !existsSync(join(root, target.dir, "node_modules", name)));
   // An external package that imports an inlined one would load it a second time, from node_modules.
@@ -140,7 +157,14 @@ export async function buildTarget(
   const result = await build({
     absWorkingDir: root,
     entryPoints: [join(target.dir, target.entry)],
-    outfile: join(target.dir, target.out),
+    ...(target.splitting
+      ? {
+          splitting: true,
+          outdir: join(target.dir, dirname(target.out)),
+          entryNames: basename(target.out, ".js"),
+          chunkNames: `${basename(target.out, ".js")}-[name]-[hash]`,
+        }
+      : { outfile: join(target.dir, target.out) }),
     bundle: true,
     platform: "node",
     format: "esm",

@@ -304,7 +304,7 @@ describe("Dockerfile", () => {
     expect(build).toMatch(/^RUN pnpm build$/m);
     const output = dockerfile.slice(dockerfile.indexOf("AS output"), dockerfile.indexOf("AS prod-deps"));
     expect(output).toContain(
-      "cp --parents services/*/dist/main.js packages/contracts/dist/deploy.js /output/",
+      "cp --parents services/*/dist/main.js packages/service-kit/dist/*.js packages/contracts/dist/deploy.js /output/",
     );
     // The images take the production dependencies and the bundles; nothing from the context, no sources.
     const images = dockerfile.slice(dockerfile.indexOf("AS app"));

@@ -15,7 +15,7 @@ import { type AnvilInstance, startAnvil } from "@fundraise/contracts/testing";
 import { createTestDatabase, type TestDatabase } from "@fundraise/service-kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildTarget, buildTargets } from "./build.ts";
-import { freePort, stopProcess } from "./lib/processes.ts";
+import { freePort, serviceNodeArgs, stopProcess } from "./lib/processes.ts";
 
 const root = join(import.meta.dirname, "..");
 const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
@@ -113,9 +113,13 @@ describe("the runtime image's /app", () => {
     );
     for (const name of services) expect(files).toContain(join("services", name, "dist", "main.js"));
     expect(files).toContain(join("packages", "contracts", "dist", "deploy.js"));
+    expect(files).toContain(join("packages", "service-kit", "dist", "telemetry.js"));
     const unexpected = files.filter(
       (file) =>
-        !/^(services|packages)\/[^/]+\/(package\.json|dist\/(main|deploy)\.js)$/.test(file) &&
+        !/^(services|packages)\/[^/]+\/package\.json$/.test(file) &&
+        !/^(services\/[^/]+\/dist\/main|packages\/contracts\/dist\/deploy|packages\/service-kit\/dist\/telemetry[\w-]*)\.js$/.test(
+          file,
+        ) &&
         !/^(package\.json|pnpm-lock\.yaml|pnpm-workspace\.yaml|patches\/[^/]+\.patch)$/.test(file),
     );
     expect(unexpected).toEqual([]);
@@ -185,7 +189,8 @@ describe("the runtime image's /app", () => {
     it("is ready on its /readyz: its bundle finds every import in the production node_modules", async () => {
       const port = await freePort();
       let output = "";
-      child = spawn(process.execPath, [join("services", "users", "dist", "main.js")], {
+      // As run-service starts it: the built tracing preload, then the bundle.
+      child = spawn(process.execPath, serviceNodeArgs("users", [], "built"), {
         cwd: app,
         env: {
           PATH: process.env.PATH,

@@ -29,6 +29,9 @@ export function stopProcess(child: ChildProcess, graceMs = 10_000): Promise<void
   });
 }
 
+/** The tracing preload: nothing unless OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/adr/0031-tracing.md). */
+const TELEMETRY = "@fundraise/service-kit/telemetry";
+
 /**
  * Where a service's code comes from: its TypeScript sources through tsx (`pnpm start`, the tests, the
  * benchmarks), or the JavaScript that `pnpm build` wrote (`services/<name>/dist/main.js`, what the image runs).
@@ -42,10 +45,14 @@ export function serviceEntry(name: string, code: ServiceCode = "source"): string
     : join("services", name, "src", "main.ts");
 }
 
+/** The tracing preload as `pnpm build` wrote it (the image's `run-service` names the same file). */
+export const BUILT_TELEMETRY = "./packages/service-kit/dist/telemetry.js";
+
 /**
  * Node's arguments for a service of `services/`, relative to the workspace root, as `pnpm start`, the
- * tests, the benchmarks and the image's `run-service` all start it: tsx and its `src/main.ts`, or its
- * built `dist/main.js` with no loader. `extraFlags` come first (a profiler's, say).
+ * tests, the benchmarks and the image's `run-service` all start it: tsx, the tracing preload and its
+ * `src/main.ts`, or the built preload and `dist/main.js` with no loader. `extraFlags` come first (a
+ * profiler's, say).
  */
 export function serviceNodeArgs(
   name: string,
@@ -53,5 +60,7 @@ export function serviceNodeArgs(
   code: ServiceCode = "source",
 ): string[] {
   const entry = serviceEntry(name, code);
-  return code === "built" ? [...extraFlags, entry] : [...extraFlags, "--import", "tsx", entry];
+  return code === "built"
+    ? [...extraFlags, "--import", BUILT_TELEMETRY, entry]
+    : [...extraFlags, "--import", "tsx", "--import", TELEMETRY, entry];
 }

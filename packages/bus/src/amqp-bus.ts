@@ -1,4 +1,11 @@
-import type { EventDescriptor, PayloadOf, RequestOf, ResponseOf, RpcDescriptor } from "@fundraise/protocol";
+import {
+  type EventDescriptor,
+  isAppError,
+  type PayloadOf,
+  type RequestOf,
+  type ResponseOf,
+  type RpcDescriptor,
+} from "@fundraise/protocol";
 import type { Channel, ChannelModel } from "amqplib";
 import pino, { type Logger } from "pino";
 import type {
@@ -15,9 +22,10 @@ import { type ConsumerRole, Consumers } from "./consumers.ts";
 import { EventPublisher } from "./event-publisher.ts";
 import { EventSubscriber } from "./event-subscriber.ts";
 import type { BusJournal, JournalFactory } from "./journal-hook.ts";
+import { type BusMetrics, inspectQueues, type QueueStat, timed } from "./metrics.ts";
 import { RpcClient } from "./rpc-client.ts";
 import { RpcServer } from "./rpc-server.ts";
-import { declareExchanges } from "./topology.ts";
+import { deadLetterQueueOf, declareExchanges } from "./topology.ts";
 
 // Exported from here since before the split: index.ts and the tests import it from this module.
 export { failureHeaders } from "./event-subscriber.ts";
@@ -50,6 +58,16 @@ export interface AmqpBusOptions {
    * its database translation: a lost or exhausted database is 503, not 500). Identity by default.
    */
   translateError?: (error: unknown) => unknown;
+  /** Where RPC timings go, client and server side (service-kit's metrics); none by default. */
+  metrics?: BusMetrics;
+}
+
+/** The queues this process consumes, as the broker sees them now (metrics.ts `inspectQueues`). */
+export interface QueueReport {
+  /** RPC queues and event subscriptions: depth and consumers. */
+  queues: QueueStat[];
+  /** The dead-letter queue of each subscription: messages that wait for an operator. */
+  deadLetters: QueueStat[];
 }
 
 export interface AmqpBus extends Bus {
@@ -61,6 +79,8 @@ export interface AmqpBus extends Bus {
   stopConsuming(): Promise<void>;
   /** Resolves once the broker connection is up; `unavailable` after `timeoutMs`. */
   waitForConnection(timeoutMs?: number): Promise<void>;
+  /** Depth and consumers of this process's queues, within `timeoutMs` (unknown: null); for a scrape. */
+  inspectQueues(timeoutMs: number): Promise<QueueReport>;
 }
 
 /**
@@ -87,6 +107,8 @@ class AmqpBusImpl implements AmqpBus {
   private readonly server: RpcServer;
   private readonly publisher: EventPublisher;
   private readonly subscriber: EventSubscriber;
+  private readonly metrics: BusMetrics;
+  private readonly translateError: (error: unknown) => unknown;
   private closing: Promise<void> | undefined;
   private consumingStopped: Promise<void> | undefined;
 
@@ -99,6 +121,8 @@ class AmqpBusImpl implements AmqpBus {
     this.publishTimeoutMs = options.publishTimeoutMs ?? 10_000;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
     this.closeTimeoutMs = options.closeTimeoutMs ?? 10_000;
+    this.metrics = options.metrics ?? {};
+    this.translateError = options.translateError ?? ((error) => error);
     this.manager = new ConnectionManager({
       url: options.url,
       connectionName: `${options.service}:${process.pid}`,
@@ -137,7 +161,7 @@ class AmqpBusImpl implements AmqpBus {
       prefetch,
       publishTimeoutMs,
       consumers,
-      translateError: options.translateError ?? ((error) => error),
+      translateError: this.translateError,
     });
     this.subscriber = new EventSubscriber({ ...shared, prefetch, publishTimeoutMs, consumers, publisher });
   }
@@ -164,7 +188,9 @@ class AmqpBusImpl implements AmqpBus {
     request: RequestOf<D>,
     options?: CallOptions,
   ): Promise<ResponseOf<D>> {
-    return this.client.call(descriptor, request, options).then((answer) => answer.data);
+    return timed(this.metrics.rpcClient, descriptor.name, () =>
+      this.client.call(descriptor, request, options),
+    ).then((answer) => answer.data);
   }
 
   callWithMessage<D extends RpcDescriptor>(
@@ -172,11 +198,31 @@ class AmqpBusImpl implements AmqpBus {
     request: RequestOf<D>,
     options?: CallOptions,
   ): Promise<Answer<ResponseOf<D>>> {
-    return this.client.call(descriptor, request, options);
+    return timed(this.metrics.rpcClient, descriptor.name, () =>
+      this.client.call(descriptor, request, options),
+    );
   }
 
   serve<D extends RpcDescriptor>(descriptor: D, handler: RpcHandler<D>): Promise<void> {
-    return this.server.serve(descriptor, handler);
+    const { rpcServer } = this.metrics;
+    const observed: RpcHandler<D> = rpcServer
+      ? (request, ctx) =>
+          timed(
+            rpcServer,
+            descriptor.name,
+            () => handler(request, ctx),
+            // What the server would answer: an AppError as it is, anything else translated (once).
+            (error) => (isAppError(error) ? error : this.translateError(error)),
+          )
+      : handler;
+    return this.server.serve(descriptor, observed);
+  }
+
+  async inspectQueues(timeoutMs: number): Promise<QueueReport> {
+    const queues = this.roles().map((role) => role.queue);
+    const deadLetters = this.subscriber.roles().map((role) => deadLetterQueueOf(role.queue));
+    const stats = await inspectQueues(this.manager.connection, [...queues, ...deadLetters], timeoutMs);
+    return { queues: stats.slice(0, queues.length), deadLetters: stats.slice(queues.length) };
   }
 
   publish<D extends EventDescriptor>(

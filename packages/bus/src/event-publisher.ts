@@ -9,6 +9,7 @@ import { encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { amqpTimestamp, compactHeaders, Header, type MessageKind } from "./headers.ts";
 import { Exchanges } from "./topology.ts";
+import { publishSpan } from "./trace-context.ts";
 
 export interface EventPublisherOptions {
   log: Logger;
@@ -36,19 +37,26 @@ export class EventPublisher extends ChannelHolder<ConfirmChannel> {
     if (this.bus.isClosing()) throw brokerUnavailable("The message bus is closed.");
     const { body, contentType } = encodeBody(payload);
     const messageId = options.messageId ?? randomUUID();
-    await this.publishConfirmed(Exchanges.EVENTS, descriptor.name, body, {
-      persistent: true,
-      messageId,
-      timestamp: amqpTimestamp(),
-      type: descriptor.name,
-      contentType,
-      headers: compactHeaders({
-        [Header.REQUEST_ID]: options.requestId ?? randomUUID(),
-        [Header.TRACEPARENT]: options.traceparent,
-        [Header.KIND]: "event" satisfies MessageKind,
-        [Header.PUBLISHED_BY]: this.bus.service,
-      }),
-    });
+    const span = publishSpan(descriptor.name, options.traceparent);
+    try {
+      await this.publishConfirmed(Exchanges.EVENTS, descriptor.name, body, {
+        persistent: true,
+        messageId,
+        timestamp: amqpTimestamp(),
+        type: descriptor.name,
+        contentType,
+        headers: compactHeaders({
+          [Header.REQUEST_ID]: options.requestId ?? randomUUID(),
+          [Header.TRACEPARENT]: span.traceparent,
+          [Header.KIND]: "event" satisfies MessageKind,
+          [Header.PUBLISHED_BY]: this.bus.service,
+        }),
+      });
+    } catch (error) {
+      span.end(error);
+      throw error;
+    }
+    span.end();
     this.bus.log.debug({ event: descriptor.name, messageId, bytes: body.length }, "event published");
   }
 

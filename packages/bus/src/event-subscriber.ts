@@ -22,6 +22,7 @@ import {
   type SubscriptionTopology,
   subscriptionQueueOf,
 } from "./topology.ts";
+import { processSpan } from "./trace-context.ts";
 
 export interface EventSubscriberOptions {
   log: Logger;
@@ -131,6 +132,8 @@ export class EventSubscriber {
       },
       attempt,
     );
+    const span = processSpan(role.descriptor.name, role.consumer, attempt, ctx.traceparent);
+    ctx.traceparent = span.traceparent;
     let payload: unknown;
     try {
       payload = validatorOf(role.descriptor.payload).assert(
@@ -139,12 +142,14 @@ export class EventSubscriber {
       );
     } catch (error) {
       ctx.log.warn({ err: error }, "invalid event: dead-lettered without a retry");
+      span.end(error);
       await this.deadLetter(role, channel, message, attempt, error);
       return;
     }
     try {
-      await role.handler(payload as never, ctx);
+      await span.run(() => role.handler(payload as never, ctx));
     } catch (error) {
+      span.end(error);
       const decision = decideFailure(role.policy, attempt, error);
       if (decision.action === "retry") {
         ctx.log.warn({ err: error, retryInMs: decision.delayMs }, "event handler failed; will retry");
@@ -155,6 +160,7 @@ export class EventSubscriber {
       }
       return;
     }
+    span.end();
     safeAck(this.bus.log, channel, message);
   }
 

@@ -1,4 +1,10 @@
-export { type AmqpBus, type AmqpBusOptions, createAmqpBus, failureHeaders } from "./amqp-bus.ts";
+export {
+  type AmqpBus,
+  type AmqpBusOptions,
+  createAmqpBus,
+  failureHeaders,
+  type QueueReport,
+} from "./amqp-bus.ts";
 export type * from "./bus.ts";
 export { WithMessage, withMessage } from "./bus.ts";
 export {
@@ -25,6 +31,7 @@ export {
   successReply,
 } from "./headers.ts";
 export type { BusJournal, JournalFactory, JournalHost } from "./journal-hook.ts";
+export { type BusMetrics, outcomeOf, type QueueStat } from "./metrics.ts";
 export {
   DEFAULT_RETRY_POLICY,
   decideFailure,
@@ -43,3 +50,13 @@ export {
   rpcQueueOf,
   subscriptionQueueOf,
 } from "./topology.ts";
+export {
+  activeTraceparent,
+  type BusSpan,
+  formatTraceparent,
+  parseTraceparent,
+  processSpan,
+  publishSpan,
+  rpcClientSpan,
+  rpcServerSpan,
+} from "./trace-context.ts";

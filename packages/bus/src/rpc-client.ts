@@ -26,6 +26,7 @@ import {
   unbatch,
 } from "./rpc-batch.ts";
 import { Exchanges, REPLY_TO } from "./topology.ts";
+import { rpcClientSpan } from "./trace-context.ts";
 
 const CONNECTION_LOST = "The connection to the message broker was lost.";
 
@@ -84,10 +85,11 @@ export class RpcClient extends ChannelHolder<Channel> {
     const correlationId = randomUUID();
     const requestId = options.requestId ?? randomUUID();
     const { body, contentType } = encodeBody(request);
+    const span = rpcClientSpan(descriptor.name, descriptor.service, options.traceparent);
     const headers = compactHeaders({
       [Header.REQUEST_ID]: requestId,
       [Header.DEADLINE]: deadline,
-      [Header.TRACEPARENT]: options.traceparent,
+      [Header.TRACEPARENT]: span.traceparent,
       [Header.KIND]: "rpc-request" satisfies MessageKind,
       [Header.PUBLISHED_BY]: this.bus.service,
     });
@@ -100,7 +102,15 @@ export class RpcClient extends ChannelHolder<Channel> {
       contentType,
       headers,
     };
-    return new Promise<Answer<ResponseOf<D>>>((resolve, reject) => {
+    return new Promise<Answer<ResponseOf<D>>>((resolveCall, rejectCall) => {
+      const resolve = (answer: unknown) => {
+        span.end();
+        resolveCall(answer as Answer<ResponseOf<D>>);
+      };
+      const reject = (error: AppError) => {
+        span.end(error);
+        rejectCall(error);
+      };
       const timer = setTimeout(() => {
         this.pending.delete(correlationId);
         reject(rpcTimeout(descriptor.service));
@@ -108,7 +118,7 @@ export class RpcClient extends ChannelHolder<Channel> {
       this.pending.set(correlationId, {
         service: descriptor.service,
         name: descriptor.name,
-        resolve: resolve as (value: unknown) => void,
+        resolve,
         reject,
         timer,
       });

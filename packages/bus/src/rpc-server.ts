@@ -27,6 +27,7 @@ import {
 import type { BusJournal } from "./journal-hook.ts";
 import { type BatchEntry, Coalescer, messagesOf, type Received, RpcBatch, unbatch } from "./rpc-batch.ts";
 import { declareRpcQueue, Exchanges, rpcQueueOf } from "./topology.ts";
+import { rpcServerSpan } from "./trace-context.ts";
 
 export interface RpcServerOptions {
   log: Logger;
@@ -187,8 +188,11 @@ export class RpcServer {
       answered();
       return;
     }
+    const span = rpcServerSpan(name, role.service, ctx.traceparent);
+    ctx.traceparent = span.traceparent;
     let reply: ReplyParts;
     let journaled: JournalMode = true;
+    let failure: unknown;
     try {
       const entry = role.handlers.get(name);
       // Reaching an instance that does not serve the name means another instance bound it (a mixed
@@ -204,7 +208,7 @@ export class RpcServer {
         decodeBody(message.content, properties.contentType),
         `${name} request`,
       );
-      const answer = await entry.handler(request, ctx);
+      const answer = await span.run(() => entry.handler(request, ctx));
       const [response, note] = answer instanceof WithMessage ? [answer.data, answer.message] : [answer, null];
       const check = validatorOf(entry.descriptor.response);
       if (!check.check(response)) {
@@ -220,7 +224,9 @@ export class RpcServer {
         ctx.log.error({ err: appError }, "RPC handler failed");
       } else ctx.log.debug({ kind: appError.kind, code: appError.code }, "RPC answered with an error");
       reply = errorReply(appError);
+      failure = appError;
     }
+    span.end(failure);
     const to = { from, replyTo, correlationId: properties.correlationId };
     this.sendReply(to, name, ctx.requestId, reply, journaled, answered);
   }

@@ -15,6 +15,9 @@ export {
   type OutboxItem,
   outboxChannelOf,
   outboxDdl,
+  outboxTraceDefaultDdl,
+  TRACEPARENT_SETTING,
+  withTraceparent,
 } from "./outbox.ts";
 export { createOutboxRelay, type OutboxRelay, type OutboxRelayOptions } from "./relay.ts";
 export type { SqlClient, SqlExecutor, SqlPool } from "./sql.ts";

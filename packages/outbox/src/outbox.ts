@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { encodeBody, type TraceContext } from "@fundraise/bus";
+import { activeTraceparent, encodeBody, type TraceContext } from "@fundraise/bus";
 import { type EventDescriptor, type PayloadOf, validatorOf } from "@fundraise/protocol";
 import { checkSchema, type SqlExecutor } from "./sql.ts";
 
@@ -25,6 +25,29 @@ CREATE INDEX IF NOT EXISTS outbox_published_at_idx ON ${s}.outbox (published_at)
 }
 
 export const OUTBOX_DDL = outboxDdl();
+
+/**
+ * The transaction-local setting that holds the writing transaction's traceparent (set by the service's
+ * transaction helper while tracing is on; see `withTraceparent`).
+ */
+export const TRACEPARENT_SETTING = "fundraise.traceparent";
+
+/**
+ * A migration's DDL: outbox rows written without headers (by a trigger, by SQL by hand) take the
+ * writing transaction's traceparent, so their consumers continue the write's trace as `enqueue`'s do.
+ */
+export function outboxTraceDefaultDdl(schema = "public"): string {
+  const s = checkSchema(schema);
+  return `ALTER TABLE ${s}.outbox ALTER COLUMN headers SET DEFAULT
+  jsonb_strip_nulls(jsonb_build_object('traceparent', nullif(current_setting('${TRACEPARENT_SETTING}', true), '')))`;
+}
+
+/** Records the active span's traceparent in the transaction `executor` runs (nothing outside a span). */
+export async function withTraceparent(executor: SqlExecutor): Promise<void> {
+  const traceparent = activeTraceparent();
+  if (traceparent === undefined) return;
+  await executor.query("SELECT set_config($1, $2, true)", [TRACEPARENT_SETTING, traceparent]);
+}
 
 /** The LISTEN/NOTIFY channel the relay wakes up on; enqueue notifies it (delivered at commit). */
 export const outboxChannelOf = (schema: string): string => `bus_outbox_${checkSchema(schema)}`;
@@ -52,8 +75,9 @@ export async function enqueue<D extends EventDescriptor>(
   const id = options.messageId ?? randomUUID();
   const { body, contentType } = encodeBody(payload);
   const headers: Record<string, string> = {};
-  const { requestId, traceparent } = options.context ?? {};
+  const { requestId, traceparent = activeTraceparent() } = options.context ?? {};
   if (requestId !== undefined) headers.requestId = requestId;
+  // The write's trace: the consumers of the event continue it when the relay publishes the row.
   if (traceparent !== undefined) headers.traceparent = traceparent;
   await executor.query(
     `INSERT INTO ${schema}.outbox (id, event_name, payload, content_type, headers) VALUES ($1, $2, $3, $4, $5)`,
@@ -85,8 +109,9 @@ export async function enqueueMany(
   if (items.length === 0) return [];
   const schema = checkSchema(options.schema ?? "public");
   const headers: Record<string, string> = {};
-  const { requestId, traceparent } = options.context ?? {};
+  const { requestId, traceparent = activeTraceparent() } = options.context ?? {};
   if (requestId !== undefined) headers.requestId = requestId;
+  // The write's trace: the consumers of the event continue it when the relay publishes the row.
   if (traceparent !== undefined) headers.traceparent = traceparent;
   const rows = items.map(({ descriptor, payload }) => {
     validatorOf(descriptor.payload).assert(payload, `${descriptor.name} event`);

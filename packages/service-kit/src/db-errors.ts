@@ -1,5 +1,6 @@
-import { ErrorCode, errors } from "@fundraise/protocol";
+import { ErrorCode, errors, isAppError } from "@fundraise/protocol";
 import { ConnectionException, UniqueConstraintViolationException } from "@mikro-orm/core";
+import { processMetrics } from "./metrics.ts";
 
 /**
  * Database failures as platform errors, translated at the repository edge: a unique violation is the
@@ -9,10 +10,14 @@ export function translateDbError(error: unknown, conflict?: { code: string; mess
   if (error instanceof UniqueConstraintViolationException && conflict) {
     return errors.conflict(conflict.code, conflict.message, { cause: error });
   }
+  // Counted once, where the driver's error is first translated (an AppError was counted when it was made).
+  const fresh = !isAppError(error);
   if (error instanceof ConnectionException || isConnectionLoss(error)) {
+    if (fresh) processMetrics().dbError("connection");
     return errors.unavailable(ErrorCode.DB_UNAVAILABLE, "The database is unavailable.", { cause: error });
   }
   if (hasSqlState(error, /^(40001|40P01|55P03)$/)) {
+    if (fresh) processMetrics().dbError("contention");
     // A deadlock, a serialization failure or a lock not had in time: this write gave way; it may be repeated.
     return errors.unavailable(
       ErrorCode.DB_UNAVAILABLE,

@@ -6,7 +6,7 @@ export interface HealthSource {
   /** Ready to take work: the bus is connected and the service's own conditions hold. */
   readiness(): { ready: boolean; detail?: Record<string, unknown> };
   /** Prometheus text exposition lines (without a trailing newline is fine). */
-  metrics(): string;
+  metrics(): string | Promise<string>;
 }
 
 export interface HealthServer {
@@ -26,7 +26,7 @@ export async function startHealthServer(options: {
   host: string;
   source: HealthSource;
 }): Promise<HealthServer> {
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer(async (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     const send = (status: number, type: string, body: string) => {
       res.writeHead(status, { "content-type": type, "cache-control": "no-store" });
@@ -43,7 +43,7 @@ export async function startHealthServer(options: {
         const { ready, detail } = options.source.readiness();
         send(ready ? 200 : 503, "application/json", JSON.stringify({ ready, ...detail }));
       } else if (path === "/metrics") {
-        const text = options.source.metrics();
+        const text = await options.source.metrics();
         send(200, "text/plain; version=0.0.4", text.endsWith("\n") ? text : `${text}\n`);
       } else {
         send(404, "application/json", JSON.stringify({ error: `no route ${path}` }));
@@ -69,14 +69,4 @@ export async function startHealthServer(options: {
         server.closeAllConnections();
       }),
   };
-}
-
-/** One gauge or counter in Prometheus text format. */
-export function metricLines(
-  name: string,
-  type: "gauge" | "counter",
-  help: string,
-  value: number | bigint,
-): string {
-  return `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${value}`;
 }

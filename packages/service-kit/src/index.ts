@@ -3,6 +3,7 @@ export * from "./db-errors.ts";
 export * from "./handle-once.ts";
 export * from "./health-server.ts";
 export * from "./logger.ts";
+export * from "./metrics.ts";
 export * from "./orm.ts";
 export * from "./outbox.ts";
 export * from "./run-service.ts";

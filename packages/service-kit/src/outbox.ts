@@ -2,9 +2,12 @@ import type { Bus } from "@fundraise/bus";
 import { createOutboxRelay, type OutboxRelay, pruneProcessedMessages } from "@fundraise/outbox";
 import pg from "pg";
 import type { Logger } from "./logger.ts";
+import { type OutboxBacklog, processMetrics } from "./metrics.ts";
 
 export interface ServiceOutbox {
   relay: OutboxRelay;
+  /** Unpublished events and the age of the oldest (a scrape's `outbox_backlog_events`); absent: unknown. */
+  backlog?: () => Promise<OutboxBacklog>;
   /** Stops the relay after the pass under way (it publishes what is committed) and the pruning; idempotent. */
   stop(): Promise<void>;
 }
@@ -25,7 +28,10 @@ export function startOutbox(deps: {
   log: Logger;
 }): ServiceOutbox {
   const pool = new pg.Pool({ connectionString: deps.url, max: 2 });
-  pool.on("error", (err) => deps.log.warn({ err }, "idle outbox relay connection failed"));
+  pool.on("error", (err) => {
+    processMetrics().dbError("connection");
+    deps.log.warn({ err }, "idle outbox relay connection failed");
+  });
   const relay = createOutboxRelay({ pool, bus: deps.bus, schema: deps.schema, logger: deps.log });
   const pruning = setInterval(() => {
     pruneProcessedMessages(pool, PROCESSED_MESSAGE_RETENTION_MS, deps.schema).then(

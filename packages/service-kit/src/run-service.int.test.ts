@@ -5,17 +5,22 @@ import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
 import { createTestVhost, type TestVhost, waitFor } from "@fundraise/bus/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "./logger.ts";
-import { ExhaustedDatabaseRpc, SlowRpc } from "./test/fixture-rpc.ts";
+import { createProcessMetrics, type ProcessMetrics } from "./metrics.ts";
+import { ExhaustedDatabaseRpc, SlowRpc, UnreachableDatabaseRpc } from "./test/fixture-rpc.ts";
 
 // The one shutdown order of every service (run-service.ts), checked on a real process and broker.
 let vhost: TestVhost;
 let client: AmqpBus;
+// The test process's own registry: the client side of the calls.
+let clientMetrics: ProcessMetrics;
 beforeAll(async () => {
   vhost = await createTestVhost("run_service");
+  clientMetrics = createProcessMetrics();
   client = await createAmqpBus({
     url: vhost.url,
     service: "test-client",
     logger: silentLogger(),
+    metrics: clientMetrics.bus,
   });
 });
 afterAll(async () => {
@@ -125,6 +130,86 @@ describe("runService", () => {
     const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
     expect(code).toBe(1);
     expect(steps(output)).toEqual([]);
+  }, 60_000);
+});
+
+/** The value of one sample (`name{labels}`) in Prometheus text, or undefined when absent. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+describe("metrics on /metrics", () => {
+  it("RPC histograms on both sides by route and outcome, queue gauges, database and Redis errors", async () => {
+    const port = await freePort();
+    // Redis on port 1: nothing listens there, the client's connection attempts fail for real.
+    const { child, output } = startFixture({ HEALTH_PORT: String(port), REDIS_URL: "redis://127.0.0.1:1" });
+    const scrape = async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    try {
+      await waitFor(() => steps(output()).includes("ready"), 30_000, "the fixture service");
+      const before = await scrape();
+      // Earlier tests of this file called through the same client: its counts go on from theirs.
+      const callerBefore = await clientMetrics.scrape();
+      expect(sample(before, 'db_errors_total{kind="connection"}')).toBe(0);
+
+      await client.call(SlowRpc, { ms: 1 }, { timeoutMs: 10_000 });
+      await client.call(SlowRpc, { ms: 1 }, { timeoutMs: 10_000 });
+      await expect(client.call(UnreachableDatabaseRpc, {}, { timeoutMs: 15_000 })).rejects.toMatchObject({
+        kind: "unavailable",
+      });
+      // A driver error the handler lets through is translated and counted once.
+      await expect(client.call(ExhaustedDatabaseRpc, {}, { timeoutMs: 10_000 })).rejects.toMatchObject({
+        code: "DB_UNAVAILABLE",
+      });
+      await expect(client.call(SlowRpc, { ms: 2_000 }, { timeoutMs: 50 })).rejects.toMatchObject({
+        kind: "timeout",
+      });
+
+      const server = await scrape();
+      // The server side counts what its handlers answered; the timed-out call's handler is still running.
+      expect(
+        sample(server, 'rpc_server_duration_seconds_count{route="users.fixture.slow",outcome="ok"}'),
+      ).toBe(2);
+      expect(
+        sample(
+          server,
+          'rpc_server_duration_seconds_count{route="users.fixture.unreachable-database",outcome="unavailable"}',
+        ),
+      ).toBe(1);
+      expect(server).toMatch(
+        /^rpc_server_duration_seconds_bucket\{le="0\.1",route="users\.fixture\.slow",outcome="ok"\} 2$/m,
+      );
+      expect(
+        sample(
+          server,
+          'rpc_server_duration_seconds_count{route="users.fixture.exhausted-database",outcome="unavailable"}',
+        ),
+      ).toBe(1);
+      // The statement to the database that is not there, and the exhausted one: each counted once.
+      expect(sample(server, 'db_errors_total{kind="connection"}')).toBe(2);
+      expect(sample(server, 'bus_queue_consumers{queue="users.rpc"}')).toBe(1);
+      expect(sample(server, 'bus_queue_messages{queue="users.rpc"}')).toBeGreaterThanOrEqual(0);
+      expect(sample(server, 'metrics_source_up{source="queues"}')).toBe(1);
+      expect(sample(server, "bus_connected")).toBe(1);
+      await waitFor(
+        async () => (sample(await scrape(), "redis_errors_total") ?? 0) > 0,
+        10_000,
+        "a counted Redis error",
+      );
+
+      const callerAfter = await clientMetrics.scrape();
+      const called = (route: string, outcome: string) => {
+        const series = `rpc_client_duration_seconds_count{route="${route}",outcome="${outcome}"}`;
+        return (sample(callerAfter, series) ?? 0) - (sample(callerBefore, series) ?? 0);
+      };
+      expect(called("users.fixture.slow", "ok")).toBe(2);
+      expect(called("users.fixture.slow", "timeout")).toBe(1);
+      expect(called("users.fixture.unreachable-database", "unavailable")).toBe(1);
+    } finally {
+      const exited = new Promise((resolve) => child.on("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+    }
   }, 60_000);
 });
 

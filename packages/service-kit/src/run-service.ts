@@ -1,8 +1,9 @@
 import { type AmqpBus, type Bus, createAmqpBus } from "@fundraise/bus";
 import { journalWriter } from "@fundraise/journal";
 import { translateDbError } from "./db-errors.ts";
-import { type HealthServer, metricLines, startHealthServer } from "./health-server.ts";
+import { type HealthServer, startHealthServer } from "./health-server.ts";
 import { createLogger, type Logger } from "./logger.ts";
+import { processMetrics } from "./metrics.ts";
 import type { ServiceOutbox } from "./outbox.ts";
 import { type Closers, createShutdown, exitOnSignals, type Shutdown } from "./shutdown.ts";
 
@@ -65,6 +66,14 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
   let bus: AmqpBus | undefined;
   let app: ServiceApp | undefined;
   let health: HealthServer | undefined;
+  const metrics = processMetrics();
+  metrics.setSources({
+    service: spec.name,
+    connected: () => bus?.isConnected() ?? false,
+    queues: (timeoutMs) =>
+      bus ? bus.inspectQueues(timeoutMs) : Promise.resolve({ queues: [], deadLetters: [] }),
+    text: () => app?.metrics?.(),
+  });
   try {
     if (config.health?.port) {
       // Up before the app starts: liveness answers during migrations and start-up, readiness says "starting".
@@ -72,7 +81,7 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
         ...config.health,
         source: {
           readiness: () => readinessOf(bus, app, shutdown),
-          metrics: () => processMetrics(spec.name, bus, app),
+          metrics: () => metrics.scrape(),
         },
       });
       log.info({ port: health.port }, "health endpoints listening");
@@ -88,6 +97,7 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
       // A database lost or out of connections is 503, wherever the handler met it (reads outside a
       // transaction too), never an unexpected 500.
       translateError: (error) => translateDbError(error),
+      metrics: metrics.bus,
       ...(config.amqp.connectTimeoutMs === undefined
         ? {}
         : { connectTimeoutMs: config.amqp.connectTimeoutMs }),
@@ -95,6 +105,8 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
     const started = bus;
     const startedApp = await spec.start({ config, log, bus: started, shutdown });
     app = startedApp;
+    const backlog = startedApp.outbox?.backlog;
+    if (backlog) metrics.setSources({ outbox: backlog });
     // Steps run last-added first: the app's own resources (added while it started) after the bus.
     shutdown.add("bus", () => started.close());
     if (startedApp.outbox) shutdown.add("outbox relay", () => startedApp.outbox?.stop());
@@ -119,27 +131,4 @@ function readinessOf(
   if (!app) return { ready: false, detail: { reason: "starting" } };
   if (!bus?.isConnected()) return { ready: false, detail: { reason: "message broker unreachable" } };
   return app.readiness?.() ?? { ready: true };
-}
-
-function processMetrics(service: string, bus: AmqpBus | undefined, app: ServiceApp | undefined): string {
-  const memory = process.memoryUsage();
-  const lines = [
-    `# HELP service_info The service this process runs.\n# TYPE service_info gauge\nservice_info{service="${service}"} 1`,
-    metricLines("process_resident_memory_bytes", "gauge", "Resident set size.", memory.rss),
-    metricLines(
-      "process_uptime_seconds",
-      "gauge",
-      "Seconds since the process started.",
-      Math.round(process.uptime()),
-    ),
-    metricLines(
-      "bus_connected",
-      "gauge",
-      "1 while connected to the message broker.",
-      bus?.isConnected() ? 1 : 0,
-    ),
-  ];
-  const own = app?.metrics?.();
-  if (own) lines.push(own.trimEnd());
-  return `${lines.join("\n")}\n`;
 }

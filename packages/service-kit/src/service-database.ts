@@ -1,6 +1,7 @@
 import type { Bus } from "@fundraise/bus";
 import type { SqlPool } from "@fundraise/outbox";
 import type { Logger } from "./logger.ts";
+import { outboxBacklogSql } from "./metrics.ts";
 import { createOrm, type Orm, type OrmSetup } from "./orm.ts";
 import { type ServiceOutbox, startOutbox } from "./outbox.ts";
 import type { Closers } from "./shutdown.ts";
@@ -25,6 +26,12 @@ export async function openServiceDatabase(
   const orm = await createOrm(ormSetup);
   const outbox = startOutbox({ url: setup.url, schema: setup.schema, bus, log: setup.log });
   const pool = createSqlPool(setup.url);
+  // Read at scrape time on the service's own pool: the relay's two connections stay the relay's.
+  const backlogSql = outboxBacklogSql(setup.schema);
+  outbox.backlog = async () => {
+    const { rows } = await pool.query<{ events: number; age: number }>(backlogSql);
+    return { schema: setup.schema, events: rows[0]?.events ?? 0, oldestAgeSeconds: rows[0]?.age ?? 0 };
+  };
   shutdown.add("database", async () => {
     await outbox.stop();
     await pool.end();

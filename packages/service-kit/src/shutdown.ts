@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { stopTelemetry } from "./telemetry-env.ts";
 
 export interface Shutdown {
   /** Registers a close step; steps run in reverse order of registration (last opened, first closed). */
@@ -59,8 +60,8 @@ export function exitOnSignals(shutdown: Shutdown, log: Logger): void {
     if (signalled) process.exit(130);
     signalled = true;
     shutdown.run(signal).then(
-      () => process.exit(0),
-      () => process.exit(1),
+      () => exitAfterTelemetry(log, 0),
+      () => exitAfterTelemetry(log, 1),
     );
   };
   process.on("SIGINT", onSignal);
@@ -68,4 +69,22 @@ export function exitOnSignals(shutdown: Shutdown, log: Logger): void {
   process.on("unhandledRejection", (reason) => {
     log.error({ err: reason }, "unhandled rejection");
   });
+}
+
+/** Bounds the export of the spans still buffered (tracing on only) before the process exits. */
+const TELEMETRY_FLUSH_MS = 3_000;
+
+async function exitAfterTelemetry(log: Logger, code: number): Promise<never> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, TELEMETRY_FLUSH_MS);
+  });
+  await Promise.race([
+    stopTelemetry().then((err) => {
+      if (err !== undefined) log.warn({ err }, "spans not exported at exit");
+    }),
+    timeout,
+  ]);
+  clearTimeout(timer);
+  process.exit(code);
 }

@@ -2,6 +2,7 @@ import type { SqlPool } from "@fundraise/outbox";
 import { ErrorCode, errors } from "@fundraise/protocol";
 import pg from "pg";
 import { translateDbError } from "./db-errors.ts";
+import { processMetrics } from "./metrics.ts";
 
 /**
  * Plain `pg` connections for statements that stand alone (autocommit, no unit of work) on a hot path:
@@ -22,7 +23,7 @@ export function createSqlPool(url: string, options: { max?: number; queryTimeout
     query_timeout: options.queryTimeoutMs ?? 10_000,
   });
   // An idle client whose server went away: the next query gets a fresh one; nothing to crash for.
-  pool.on("error", () => {});
+  pool.on("error", () => processMetrics().dbError("connection"));
   return {
     async query<R extends Record<string, unknown>>(text: string, params: unknown[] = []) {
       try {
@@ -31,6 +32,7 @@ export function createSqlPool(url: string, options: { max?: number; queryTimeout
         // The pool's own failures to reach the server have no SQLSTATE: refused, reset, not in time, no
         // answer in time.
         if (unreachable(error)) {
+          processMetrics().dbError("connection");
           throw errors.unavailable(ErrorCode.DB_UNAVAILABLE, "The database is unavailable.", {
             cause: error,
           });

@@ -1,6 +1,7 @@
-import type { SqlExecutor } from "@fundraise/outbox";
+import { type SqlExecutor, withTraceparent } from "@fundraise/outbox";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { translateDbError } from "./db-errors.ts";
+import { tracingStarted } from "./telemetry-env.ts";
 
 /** One unit of work: the entity manager of an open transaction and a SQL executor on that same transaction. */
 export interface Tx {
@@ -47,7 +48,12 @@ export async function inTransaction<T>(
   conflictOf?: (constraint: string | undefined) => { code: string; message: string } | undefined,
 ): Promise<T> {
   try {
-    return await em.transactional((txEm) => work({ em: txEm, sql: executorOf(txEm) }));
+    return await em.transactional(async (txEm) => {
+      const sql = executorOf(txEm);
+      // Tracing on: rows a trigger writes to the outbox carry this transaction's trace (outboxTraceDefaultDdl).
+      if (tracingStarted()) await withTraceparent(sql);
+      return work({ em: txEm, sql });
+    });
   } catch (error) {
     const constraint = (error as { constraint?: unknown } | null)?.constraint;
     throw translateDbError(error, conflictOf?.(typeof constraint === "string" ? constraint : undefined));

@@ -1,6 +1,6 @@
 import { checkChainId, createChainClient, loadDeployment } from "@fundraise/contracts";
 import { UsersRpc } from "@fundraise/protocol";
-import { type AppDeps, openAppDatabase, type ServiceApp } from "@fundraise/service-kit";
+import { type AppDeps, openAppDatabase, processMetrics, type ServiceApp } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import { createChainReader } from "./chain/chain.ts";
 import type { AuthConfig } from "./config.ts";
@@ -54,6 +54,7 @@ export async function startAuthApp(deps: AppDeps<AuthConfig>): Promise<AuthApp> 
     enableAutoPipelining: true,
   });
   redis.on("error", (err) => log.warn({ err }, "redis error"));
+  processMetrics().observeRedis(redis);
   shutdown.add("redis", async () => {
     await redis.quit().catch(() => redis.disconnect());
   });

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { auctionAt, factoryAt, registryAt } from "@fundraise/contracts";
 import { ChainEvents, ChainRpc, ErrorCode } from "@fundraise/protocol";
+import { createProcessMetrics } from "@fundraise/service-kit";
 import { expectAppError, type ServiceHarness } from "@fundraise/service-kit/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -284,7 +285,19 @@ describe("reads", () => {
     expect(progress).toEqual({ chainId: 31337, indexedBlock: head, headBlock: head });
     const app = h.apps[0] as ChainIndexerApp;
     expect(app.readiness().ready).toBe(true);
-    expect(app.metrics()).toContain(`chain_indexer_indexed_block{chain_id="31337"} ${head}`);
+    // On /metrics as runService assembles it: the process's registry, then the indexer's own lines.
+    const scrape = createProcessMetrics();
+    const bus = h.buses.find((b) => b.service === "chain-indexer");
+    scrape.setSources({
+      text: () => app.metrics(),
+      ...(bus ? { queues: (ms: number) => bus.inspectQueues(ms) } : {}),
+      ...(app.outbox?.backlog ? { outbox: app.outbox.backlog } : {}),
+    });
+    const text = await scrape.scrape();
+    expect(text).toContain(`chain_indexer_indexed_block{chain_id="31337"} ${head}`);
+    expect(text).toContain(`chain_indexer_head_block{chain_id="31337"} ${head}`);
+    expect(text).toMatch(/^outbox_backlog_events\{schema="[a-z_]+"\} \d+$/m);
+    expect(text).toContain('bus_queue_consumers{queue="chain.rpc"} 1');
   });
 });
 

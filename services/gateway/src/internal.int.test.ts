@@ -2,6 +2,7 @@ import type { Bus } from "@fundraise/bus";
 import { createInMemoryBus } from "@fundraise/bus/testing";
 import { createKuboIpfs } from "@fundraise/ipfs";
 import { AuthRpc, UsersRpc } from "@fundraise/protocol";
+import { createProcessMetrics } from "@fundraise/service-kit";
 import { silentLogger } from "@fundraise/service-kit/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,14 +21,15 @@ const config = loadConfig({ REDIS_URL, REDIS_PREFIX: "test:internal:", LOG_LEVEL
 const apps: Server[] = [];
 
 async function system(bus: Bus) {
-  const metrics = createMetrics();
+  const scrape = createProcessMetrics();
+  const metrics = createMetrics(scrape.registry);
   const signer = await createTestSigner();
   // Neither uploads nor withHex are asked here: a client of a node that is not there.
   const ipfs = createKuboIpfs({ url: "http://127.0.0.1:9", timeoutMs: 100, readTimeoutMs: 100 });
   const liveLog = createMemoryLiveLog();
   const app = await buildGateway({ config, bus, redis, log: silentLogger(), metrics, ipfs, liveLog });
   const internal = await buildInternalApp({
-    metrics,
+    scrape,
     readiness: createReadinessCheck({ bus, redis }),
     log: silentLogger(),
   });
@@ -60,6 +62,9 @@ describe("the internal port", () => {
       /^http_request_duration_seconds_count\{[^}]*method="GET",route="\/user\/learnusercount",status="200"\} 1$/m,
     );
     expect(res.body).toContain("process_cpu_seconds_total");
+    // What every service reports, on the same registry.
+    expect(res.body).toContain("# TYPE rpc_client_duration_seconds histogram");
+    expect(res.body).toContain('db_errors_total{kind="connection"} 0');
   });
 
   it("tells readiness with its details; the public port says only ready or not", async () => {

@@ -1,9 +1,8 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { ErrorCode, errors } from "@fundraise/protocol";
-import type { Logger } from "@fundraise/service-kit";
+import type { Logger, ProcessMetrics } from "@fundraise/service-kit";
 import Fastify, { LogController } from "fastify";
 import { registerErrorHandling, send } from "./plugins/error-handler.ts";
-import type { GatewayMetrics } from "./plugins/metrics.ts";
 import type { Readiness } from "./routes/health.ts";
 import type { Server } from "./server.ts";
 
@@ -12,7 +11,8 @@ import type { Server } from "./server.ts";
  * readiness with its details, for scrapers and operators, never on the public port.
  */
 export async function buildInternalApp(deps: {
-  metrics: GatewayMetrics;
+  /** The process's metrics (service-kit), the gateway's HTTP histogram among them. */
+  scrape: Pick<ProcessMetrics, "scrape" | "contentType">;
   readiness: () => Promise<Readiness>;
   log: Logger;
 }): Promise<Server> {
@@ -22,7 +22,7 @@ export async function buildInternalApp(deps: {
   }).withTypeProvider<TypeBoxTypeProvider>();
   registerErrorHandling(app);
   app.get("/metrics", async (_request, reply) =>
-    reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics()),
+    reply.type(deps.scrape.contentType).send(await deps.scrape.scrape()),
   );
   app.get("/readyz", async (_request, reply) => {
     const { ready, broker, redis } = await deps.readiness();

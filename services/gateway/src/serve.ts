@@ -1,6 +1,6 @@
 import { checkIpfs, createKuboIpfs, type Ipfs } from "@fundraise/ipfs";
 import { isAppError } from "@fundraise/protocol";
-import type { AppDeps, Logger, ServiceApp } from "@fundraise/service-kit";
+import { type AppDeps, type Logger, processMetrics, type ServiceApp } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import { buildGateway } from "./app.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -32,11 +32,13 @@ export async function startGateway(deps: AppDeps<GatewayConfig>): Promise<Servic
     enableAutoPipelining: true,
   });
   redis.on("error", (err) => log.warn({ err }, "redis connection error"));
+  processMetrics().observeRedis(redis);
   shutdown.add("redis", () => redis.disconnect());
   await redis.connect().catch((err: unknown) => log.warn({ err }, "redis not reachable yet; retrying"));
   const ipfs = createKuboIpfs(config.ipfs);
   await checkNode(ipfs, log);
-  const metrics = createMetrics();
+  // The process's registry: the gateway's HTTP histogram beside what every service reports (bus, errors).
+  const metrics = createMetrics(processMetrics().registry);
   const liveLog = createAmqpLiveLog({ url: config.amqp.url, log });
   const app = await buildGateway({ config, bus, redis, log, metrics, ipfs, liveLog });
   await app.live.start();
@@ -47,7 +49,7 @@ export async function startGateway(deps: AppDeps<GatewayConfig>): Promise<Servic
     config.metrics.port === 0
       ? undefined
       : await buildInternalApp({
-          metrics,
+          scrape: processMetrics(),
           readiness: createReadinessCheck({ bus, redis }),
           log: log.child({ listener: "internal" }),
         });

@@ -1,10 +1,13 @@
 /**
  * A service run by `runService`, for run-service.int.test.ts: it serves one RPC whose handler takes a while,
  * and writes each shutdown step to stdout as it happens. AMQP_URL comes from the test; FAIL_START makes the
- * start fail after the app registered its resource.
+ * start fail after the app registered its resource; REDIS_URL gives it a Redis client (metrics count its errors).
  */
+import { Redis } from "ioredis";
+import { processMetrics } from "../metrics.ts";
 import { runService } from "../run-service.ts";
-import { ExhaustedDatabaseRpc, SlowRpc } from "./fixture-rpc.ts";
+import { createSqlPool } from "../sql-pool.ts";
+import { ExhaustedDatabaseRpc, SlowRpc, UnreachableDatabaseRpc } from "./fixture-rpc.ts";
 
 const step = (name: string) => {
   process.stdout.write(`step:${name}\n`);
@@ -27,6 +30,19 @@ await runService({
     await bus.serve(ExhaustedDatabaseRpc, async () => {
       throw Object.assign(new Error("sorry, too many clients already"), { code: "53300" });
     });
+    // Port 1: nothing listens there, every statement fails to connect.
+    const deadPool = createSqlPool("postgres://postgres@127.0.0.1:1/none", { max: 1 });
+    shutdown.add("dead pool", () => deadPool.end());
+    await bus.serve(UnreachableDatabaseRpc, async () => {
+      await deadPool.query("select 1");
+      return null;
+    });
+    if (process.env.REDIS_URL) {
+      const redis = new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+      redis.on("error", () => undefined);
+      processMetrics().observeRedis(redis);
+      shutdown.add("redis", () => redis.disconnect());
+    }
     shutdown.add("app", () => step("app"));
     if (process.env.FAIL_START) throw new Error("the app failed half-way through its start");
     step("ready");

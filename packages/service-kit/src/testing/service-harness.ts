@@ -5,6 +5,7 @@ import type { EventDescriptor } from "@fundraise/protocol";
 import pg from "pg";
 import { translateDbError } from "../db-errors.ts";
 import { createLogger, type Logger, silentLogger } from "../logger.ts";
+import { processMetrics } from "../metrics.ts";
 import type { ServiceApp } from "../run-service.ts";
 import { type Closers, createShutdown } from "../shutdown.ts";
 import type { ReceivedEvent } from "./assertions.ts";
@@ -35,8 +36,9 @@ export interface ServiceHarness {
   client: AmqpBus;
   /** Direct SQL on the test database, for seeding and for looking at what the services wrote. */
   sql: pg.Pool;
-  /** The started services, in start order. */
+  /** The started services, in start order, and their buses. */
   apps: ServiceApp[];
+  buses: AmqpBus[];
   /** Events received by the test client, oldest first. */
   events: ReceivedEvent[];
   stop(): Promise<void>;
@@ -61,6 +63,8 @@ export async function startServiceHarness(spec: {
       logger: logOf(service),
       translateError: translateDbError,
       journal: journalWriter(),
+      // The test process's registry, as runService's buses report to their process's.
+      metrics: processMetrics().bus,
     });
   const client = await busOf("test-client");
   const events: ReceivedEvent[] = [];
@@ -97,6 +101,7 @@ export async function startServiceHarness(spec: {
     client,
     sql,
     apps,
+    buses: [...buses],
     events,
     async stop() {
       await stopServices();

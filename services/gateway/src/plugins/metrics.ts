@@ -7,10 +7,17 @@ export interface GatewayMetrics {
   requestDuration: Histogram<"method" | "route" | "status">;
 }
 
-export function createMetrics(): GatewayMetrics {
-  const registry = new Registry();
-  registry.setDefaultLabels({ service: "gateway" });
-  collectDefaultMetrics({ register: registry });
+/**
+ * On `registry` (the process's, service-kit `processMetrics`, which has Node's own metrics), or on a registry
+ * of its own with Node's metrics (an app built alone, in tests). Made once per registry.
+ */
+export function createMetrics(registry?: Registry): GatewayMetrics {
+  if (!registry) {
+    registry = new Registry();
+    collectDefaultMetrics({ register: registry });
+  }
+  const existing = registry.getSingleMetric("http_request_duration_seconds");
+  if (existing) return { registry, requestDuration: existing as GatewayMetrics["requestDuration"] };
   const requestDuration = new Histogram({
     name: "http_request_duration_seconds",
     help: "HTTP request latency",

@@ -339,4 +339,19 @@ describe("an Add retried without a key (behaviour.md §8)", () => {
     if (made) made.createdAt = new Date(Date.now() - 11 * 60_000);
     await expect(h.service.add(proposer, write, ctx())).rejects.toMatchObject({ code: "PROJECT_NAME_TAKEN" });
   });
+
+  it("a retry sent while the first Add is still committing answers that project too", async () => {
+    const h = projectsOnMemory();
+    const proposer = h.person();
+    const write = projectWrite("Raced", { file: "same bytes" });
+    // Both pass the early checks before either commits; the second meets the first under the lock.
+    const [a, b] = await Promise.all([
+      h.service.add(proposer, write, ctx()),
+      h.service.add(proposer, write, ctx()),
+    ]);
+    expect(b.projectID).toBe(a.projectID);
+    expect([a.existing, b.existing]).toEqual([undefined, true]);
+    expect(h.projects.projects.size).toBe(1);
+    expect(h.content.removed).toEqual([]);
+  });
 });

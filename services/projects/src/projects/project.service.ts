@@ -116,12 +116,15 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       const added = write.content && withFile(write.content);
       if (!added) throw ProjectErrors.invalid("/fileHex", "is required");
       // The existing client retries an Add whose answer was lost without a key: the same proposer, name and
-      // content within 10 minutes is that project again, not a conflict.
+      // content within 10 minutes is that project again, not a conflict. Asked again under the lock: the
+      // retry may arrive while the first Add is still committing.
+      const retried = (named: Project | null) =>
+        named !== null &&
+        named.proposerAddress === caller.address &&
+        named.cid === added.cid &&
+        Date.now() - named.createdAt.getTime() <= RETRY_WINDOW_MS;
       const same = await projects.findByName(name);
-      if (same && same.proposerAddress === caller.address && same.cid === added.cid) {
-        if (Date.now() - same.createdAt.getTime() <= RETRY_WINDOW_MS)
-          return { ...toProjectDto(same), existing: true };
-      }
+      if (same && retried(same)) return { ...toProjectDto(same), existing: true };
       // Cheap refusals before the upload; the transaction checks again under the queue's lock.
       if (await projects.nameTaken(name)) throw ProjectErrors.nameTaken();
       await requireQueueRoom(projects, caller.address);
@@ -131,8 +134,10 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
           await t.lockReviewQueue();
           // The proposer becomes the Owner: not once a deletion fenced them.
           await requireLive(t, caller);
+          const named = await t.findByName(name);
+          if (named && retried(named)) return { ...toProjectDto(named), existing: true };
           await requireQueueRoom(t, caller.address);
-          if (await t.nameTaken(name)) throw ProjectErrors.nameTaken();
+          if (named) throw ProjectErrors.nameTaken();
           if (await t.fileHashTaken(uploaded.fileHash)) throw ProjectErrors.fileTaken();
           const project = t.createProject({
             name,

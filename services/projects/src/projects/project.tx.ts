@@ -53,6 +53,8 @@ export interface ProjectTx {
   lockById(id: number): Promise<Project | null>;
   lockByFileHash(fileHash: string): Promise<Project | null>;
   nameTaken(name: string, exceptId?: number): Promise<boolean>;
+  /** The project with this name, in any case. */
+  findByName(name: string): Promise<Project | null>;
   fileHashTaken(fileHash: string, exceptId?: number): Promise<boolean>;
   lockPermission(projectId: number, userId: number): Promise<Permission | null>;
   /** Users with a permission row on the project (accepted or invited), by id. */
@@ -152,6 +154,7 @@ export function createProjectTx({ em: t, sql: executor }: Tx): ProjectTx {
     lockByFileHash: (fileHash) => t.findOne(Project, { fileHash }, { lockMode: LockMode.PESSIMISTIC_WRITE }),
     nameTaken: async (name, exceptId) =>
       (await t.count(Project, { ...sameName(name), ...(exceptId ? { id: { $ne: exceptId } } : {}) })) > 0,
+    findByName: (name) => t.findOne(Project, sameName(name)),
     fileHashTaken: async (fileHash, exceptId) =>
       (await t.count(Project, { fileHash, ...(exceptId ? { id: { $ne: exceptId } } : {}) })) > 0,
     lockPermission: (projectId, userId) =>

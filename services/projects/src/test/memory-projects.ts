@@ -112,6 +112,8 @@ export function createMemoryProjects(): MemoryProjects {
       lockById: async (id) => s.projects.get(id) ?? null,
       lockByFileHash: async (fileHash) => projectsOf(s).find((p) => p.fileHash === fileHash) ?? null,
       nameTaken: async (name, exceptId) => nameTaken(s, name, exceptId),
+      findByName: async (name) =>
+        projectsOf(s).find((p) => p.name.toLowerCase() === name.toLowerCase()) ?? null,
       fileHashTaken: async (fileHash, exceptId) => fileHashTaken(s, fileHash, exceptId),
       lockPermission: async (projectId, userId) => permission(s, projectId, userId),
       memberIds: async (projectId) =>

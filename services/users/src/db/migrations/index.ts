@@ -5,6 +5,7 @@ import { Migration20261124000100_role_sources } from "./Migration20261124000100_
 import { Migration20261125000000_account_changed } from "./Migration20261125000000_account_changed.ts";
 import { Migration20261203000000_account_version } from "./Migration20261203000000_account_version.ts";
 import { Migration20261203000100_admin_decisions } from "./Migration20261203000100_admin_decisions.ts";
+import { Migration20261204000000_outbox_trace } from "./Migration20261204000000_outbox_trace.ts";
 
 /** Every migration of the users schema, oldest first; applied at start-up. Never edit a committed one. */
 export const migrations = [
@@ -15,4 +16,5 @@ export const migrations = [
   { name: "Migration20261125000000_account_changed", class: Migration20261125000000_account_changed },
   { name: "Migration20261203000000_account_version", class: Migration20261203000000_account_version },
   { name: "Migration20261203000100_admin_decisions", class: Migration20261203000100_admin_decisions },
+  { name: "Migration20261204000000_outbox_trace", class: Migration20261204000000_outbox_trace },
 ];

@@ -1,0 +1,181 @@
+import { connect, createServer, type Server, type Socket } from "node:net";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { freePort } from "../scripts/lib/processes.ts";
+import { createClient } from "./client.ts";
+import { type System, startSystem } from "./system.ts";
+
+// A client may retry any write after a lost answer (behaviour.md §8): the reply path of an Add is cut at
+// a moment that moves through the request, in a loop, and the retry on another replica must leave one
+// project and answer it. Replica A reaches the broker through a TCP relay this test cuts (every
+// connection destroyed, so its RPCs in flight lose their replies, whether projects committed or not);
+// replica B is the system's own gateway.
+let sys: System;
+const client = createClient(() => sys);
+let token: string;
+let replicaA: string;
+let relay: ReturnType<typeof brokerRelay>;
+
+/** A TCP relay to the broker whose open connections `cut()` destroys; new ones are relayed again. */
+function brokerRelay(target: URL) {
+  const open = new Set<Socket>();
+  const server: Server = createServer((inbound) => {
+    const outbound = connect(Number(target.port || 5672), target.hostname);
+    for (const [a, b] of [
+      [inbound, outbound],
+      [outbound, inbound],
+    ] as const) {
+      open.add(a);
+      a.pipe(b);
+      a.on("error", () => b.destroy());
+      a.on("close", () => {
+        open.delete(a);
+        b.destroy();
+      });
+    }
+  });
+  return {
+    listen: (port: number) => new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve)),
+    cut: () => {
+      for (const socket of open) socket.destroy();
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+beforeAll(async () => {
+  sys = await startSystem({
+    services: ["users", "auth", "storage", "projects", "gateway"],
+    // Two dozen Adds by one proposer, none reviewed.
+    env: { REVIEW_QUEUE_PER_PROPOSER: "100" },
+  });
+  token = await client.tokenOf((await client.signedUpUser()).wallet);
+  const broker = new URL(sys.amqpUrl);
+  relay = brokerRelay(broker);
+  const relayPort = await freePort();
+  await relay.listen(relayPort);
+  const viaRelay = new URL(sys.amqpUrl);
+  viaRelay.host = `127.0.0.1:${relayPort}`;
+  const port = await freePort();
+  replicaA = `http://localhost:${port}`;
+  await sys.startService("gateway", { PORT: String(port), AMQP_URL: viaRelay.toString() });
+}, 180_000);
+afterAll(async () => {
+  await sys?.stop();
+  await relay?.close();
+});
+
+interface Answer {
+  status: number;
+  code: string | null;
+  body: { success?: boolean; data?: { projectID?: number } | null } | null;
+}
+
+async function send(base: string, body: unknown, key?: string): Promise<Answer> {
+  const res = await fetch(`${base}/Project/Add`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      ...(key ? { "idempotency-key": key } : {}),
+    },
+    body: JSON.stringify(body),
+  });
+  return {
+    status: res.status,
+    code: res.headers.get("x-error-code"),
+    body: (await res.json()) as Answer["body"],
+  };
+}
+
+/** Retries on replica B while the first request is still under way there (409 IN_USE). */
+async function retry(body: unknown, key?: string): Promise<Answer> {
+  for (;;) {
+    const answer = await send(sys.gatewayUrl, body, key);
+    if (answer.code !== "IDEMPOTENCY_KEY_IN_USE") return answer;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function projectsNamed(name: string): Promise<number[]> {
+  const res = await client.api("GET", "/Project/GetAllPermissioned/false", { token });
+  return (res.body.data as { projectID: number; projectName: string }[])
+    .filter((p) => p.projectName === name)
+    .map((p) => p.projectID);
+}
+
+/** Replica A serves again once its broker connection is back. */
+const aReady = () =>
+  vi.waitFor(
+    async () => {
+      const res = await fetch(`${replicaA}/readyz`);
+      expect(res.status).toBe(200);
+    },
+    { timeout: 30_000, interval: 100 },
+  );
+
+/** Resolves once the project named `name` is committed (read straight from the system's database). */
+async function committed(db: pg.Client, name: string): Promise<void> {
+  const until = Date.now() + 30_000;
+  while (Date.now() < until) {
+    const { rowCount } = await db.query("select 1 from projects.project where name = $1", [name]);
+    if (rowCount) return;
+  }
+  throw new Error(`${name} was not committed within 30 s`);
+}
+
+describe("an Add whose reply path is cut, retried on another replica", () => {
+  // Half the cuts move through the request (0 to 1.2 times an uncut Add's time after it left: before
+  // the RPC, while projects and storage work, around the reply); the other half come the moment the
+  // project is committed, before its reply reaches replica A: the worst moment.
+  for (const withKey of [true, false]) {
+    it(`${withKey ? "with an Idempotency-Key" : "without a key (the web client)"}: one project, answered to the retry`, async () => {
+      const db = new pg.Client({ connectionString: sys.databaseUrl });
+      await db.connect();
+      try {
+        const bodyOf = (name: string) =>
+          withKey
+            ? { projectName: name, fileHex: Buffer.from(`cut ${name}`).toString("hex") }
+            : { ProjectName: name, FileHex: Buffer.from(`cut ${name}`).toString("hex") };
+        const t0 = performance.now();
+        expect((await send(replicaA, bodyOf(`Uncut ${Math.random()}`))).status).toBe(201);
+        const uncutMs = performance.now() - t0;
+        const firsts = new Map<string, number>();
+        const rounds = 12;
+        for (let i = 0; i < rounds; i++) {
+          await aReady();
+          const tag = `${withKey ? "k" : "n"}${i}-${Math.random().toString(36).slice(2, 8)}`;
+          const name = `Cut ${tag}`;
+          const body = bodyOf(name);
+          const key = withKey ? `cut-${tag}` : undefined;
+          const first = send(replicaA, body, key);
+          const atCommit = i % 2 === 1;
+          if (atCommit) await committed(db, name);
+          else await new Promise((resolve) => setTimeout(resolve, (i / rounds) * 1.2 * uncutMs));
+          relay.cut();
+          const answer = await first;
+          const seen = `${atCommit ? "at commit" : "timed"} ${answer.status}`;
+          firsts.set(seen, (firsts.get(seen) ?? 0) + 1);
+          // Answered, or refused as unavailable: never another 5xx, always the envelope.
+          expect([200, 201, 503, 504], JSON.stringify(answer)).toContain(answer.status);
+          expect(typeof answer.body?.success).toBe("boolean");
+
+          const again = await retry(body, key);
+          expect([200, 201], JSON.stringify(again)).toContain(again.status);
+          const ids = await projectsNamed(name);
+          expect(ids, name).toHaveLength(1);
+          expect(again.body?.data?.projectID).toBe(ids[0]);
+          if (answer.status === 201) expect(answer.body?.data?.projectID).toBe(ids[0]);
+        }
+        // Some first answers were lost (the case the retry is for); the counts show where the cuts fell.
+        const summary = JSON.stringify(Object.fromEntries(firsts));
+        expect(
+          [...firsts.keys()].some((seen) => / 50[34]$/.test(seen)),
+          summary,
+        ).toBe(true);
+      } finally {
+        await db.end();
+      }
+    }, 240_000);
+  }
+});
