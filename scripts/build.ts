@@ -78,12 +78,6 @@ function packageName(specifier: string): string {
 const builtins = new Set(builtinModules);
 const isBuiltin = (specifier: string) => specifier.startsWith("node:") || builtins.has(specifier);
 
-/**
- * Workspace packages are bundled from their sources; every other bare import stays an import. Their
- * modules are marked free of side effects (none runs anything at import; a test fails if one starts to):
- * a module none of whose exports a service uses is left out with its imports, so the gateway, which uses
- * service-kit's runService but no ORM, does not load MikroORM's PostgreSQL driver and migrator at start-up.
- */
 const workspacePackages = join(root, "packages");
 
 /**
@@ -92,6 +86,13 @@ const workspacePackages = join(root, "packages");
  * external may import one of them at run time (it would load a second copy): the build checks it.
  */
 export const INLINED = ["typebox"];
+
+/**
+ * Workspace packages are bundled from their sources; every other bare import stays an import. Their
+ * modules are marked free of side effects (none runs anything at import; a test fails if one starts to):
+ * a module none of whose exports a service uses is left out with its imports, so the gateway, which uses
+ * service-kit's runService but no ORM, does not load MikroORM's PostgreSQL driver and migrator at start-up.
+ */
 const thirdPartyExternal: Plugin = {
   name: "third-party-external",
   setup(b) {
