@@ -36,12 +36,17 @@ export async function startGateway(deps: AppDeps<GatewayConfig>): Promise<Servic
   shutdown.add("redis", () => redis.disconnect());
   await redis.connect().catch((err: unknown) => log.warn({ err }, "redis not reachable yet; retrying"));
   const ipfs = createKuboIpfs(config.ipfs);
-  await checkNode(ipfs, log);
   // The process's registry: the gateway's HTTP histogram beside what every service reports (bus, errors).
   const metrics = createMetrics(processMetrics().registry);
   const liveLog = createAmqpLiveLog({ url: config.amqp.url, log });
-  const app = await buildGateway({ config, bus, redis, log, metrics, ipfs, liveLog });
-  await app.live.start();
+  // Start-up steps that wait on others run side by side: the node's CID check beside the routes'
+  // compilation, the live log's connection and tail beside the internal port (a new replica's time).
+  const [, app] = await Promise.all([
+    checkNode(ipfs, log),
+    buildGateway({ config, bus, redis, log, metrics, ipfs, liveLog }),
+  ]);
+  const liveStarted = app.live.start();
+  liveStarted.catch(() => undefined); // awaited below, before the port opens
 
   // Metrics and detailed readiness on their own port, never the public one. Not worth an outage: a
   // port that cannot be bound is logged and the API runs without it.
@@ -61,6 +66,7 @@ export async function startGateway(deps: AppDeps<GatewayConfig>): Promise<Servic
       log.error({ err, port: config.metrics.port }, "metrics port unavailable; set METRICS_PORT (0 = off)"),
     );
 
+  await liveStarted;
   const address = await app.listen({ port: config.http.port, host: config.http.host });
   log.info({ url: address, docs: `${address}/docs` }, "gateway listening");
   return { closeIntake: () => app.close() };
