@@ -168,6 +168,10 @@ export async function startSystem(
      * environment on a port of its own, listed in `gatewayUrls`. Only when the run has a gateway.
      */
     extraGateways?: number;
+    /** A broker of the run's own (its whole node, say): no vhost is made on the shared one. */
+    amqpUrl?: string;
+    /** The chain URL the services get, from anvil's (a proxy in front of it that a run can cut). */
+    chainUrl?: (anvilUrl: string) => Promise<string>;
   } = {},
 ): Promise<System> {
   const services = options.services ?? ALL_SERVICES;
@@ -175,7 +179,9 @@ export async function startSystem(
   const extraGateways = services.includes("gateway") ? (options.extraGateways ?? 0) : 0;
   const [db, vhost, anvil, smtp, gatewayPorts, firstIpfs] = await Promise.all([
     createTestDatabase("e2e"),
-    createTestVhost("e2e"),
+    options.amqpUrl === undefined
+      ? createTestVhost("e2e")
+      : { url: options.amqpUrl, dispose: () => Promise.resolve() },
     startAnvil(),
     startSmtp(),
     distinctFreePorts(1 + extraGateways),
@@ -198,7 +204,7 @@ export async function startSystem(
     DATABASE_URL: db.url,
     AMQP_URL: vhost.url,
     REDIS_PREFIX: redisPrefix,
-    CHAIN_RPC_URL: anvil.url,
+    CHAIN_RPC_URL: options.chainUrl ? await options.chainUrl(anvil.url) : anvil.url,
     CHAIN_DEPLOYMENT_FILE: deploymentFile,
     SMTP_URL: smtp.url,
     PORT: String(port),
