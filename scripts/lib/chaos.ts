@@ -10,7 +10,7 @@
  * counts as acknowledged only on its 2xx.
  */
 import { randomBytes, randomInt } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { confirm, createProvider, eventByTopic, registryAt, UserStatus } from "@fundraise/contracts";
@@ -18,12 +18,7 @@ import { cidOfDigestHex } from "@fundraise/ipfs-node";
 import { type JsonRpcProvider, Wallet } from "ethers";
 import pg from "pg";
 import { type System, startSystem } from "../../e2e/system.ts";
-import {
-  type CuttableProxy,
-  startOwnRabbit,
-  startOwnRedis,
-  startProxy,
-} from "./private-infra.ts";
+import { type CuttableProxy, startOwnRabbit, startOwnRedis, startProxy } from "./private-infra.ts";
 import { freePort } from "./processes.ts";
 
 export type FaultKind = "kill" | "rabbitmq" | "redis" | "postgres" | "ipfs" | "chain" | "indexer-writer";
@@ -50,6 +45,8 @@ export interface ChaosOptions {
   /** Seconds an outage lasts (IPFS stopped, chain RPC cut). */
   outageS?: number;
   log?: (line: string) => void;
+  /** Where to write what the services printed (warnings and errors), for a run that missed a target. */
+  outputFile?: string;
 }
 
 export interface FaultRecord {
@@ -88,6 +85,8 @@ export interface ChaosReport {
   ratingMeansOff: number;
   index: { chainLogs: number; indexedLogs: number; missing: number; extra: number; whitelistOff: number };
   rabbitStartMs: number;
+  /** Instances that exited without being killed (a supervisor's restart follows, as `pnpm start`'s). */
+  crashes: string[];
 }
 
 const RETRYABLE = new Set([503, 504]);
@@ -138,6 +137,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     ratingMeansOff: 0,
     index: { chainLogs: 0, indexedLogs: 0, missing: 0, extra: 0, whitelistOff: 0 },
     rabbitStartMs: 0,
+    crashes: [],
   };
   const example = (line: string) => {
     if (report.examples.length < 20) report.examples.push(line);
@@ -160,6 +160,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       serviceEnv: { "chain-indexer": { HEALTH_PORT: String(indexerPort0) } },
     });
     cleanups.unshift(() => sys.stop());
+    if (options.outputFile) {
+      const file = options.outputFile;
+      cleanups.unshift(async () => writeFileSync(file, sys.output()));
+    }
     cleanups.push(async () => proxy?.stop());
     const gateways = [sys.gatewayUrl, `http://localhost:${gatewayPort1}`];
 
@@ -477,7 +481,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       "chain-indexer": probeIndexed,
     };
 
-    async function firstSuccess(probe: () => Promise<boolean>, from: number, limitMs = 60_000) {
+    async function firstSuccess(probe: () => Promise<boolean>, from: number, limitMs = 30_000) {
       while (Date.now() - from < limitMs) {
         if (await probe().catch(() => false)) return Date.now() - from;
         await sleep(100);
@@ -577,6 +581,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
     }
 
+    // A supervisor (`pnpm start`, Kubernetes) starts a crashed instance again: so does the run, and counts it.
+    const watcher = setInterval(() => {
+      for (const instance of instances) {
+        if (instance.pid > 0 && !alive(instance.pid)) {
+          report.crashes.push(
+            `${instance.service} (pid ${instance.pid}) at ${Math.round((Date.now() - began) / 1000)} s`,
+          );
+          instance.pid = 0;
+          void restart(instance);
+        }
+      }
+    }, 500);
+    cleanups.unshift(async () => clearInterval(watcher));
     const began = Date.now();
     const stopAt = began + options.durationS * 1000;
     const load = [...workers.map((w) => workerLoop(w, stopAt)), chainLoop(stopAt)];
@@ -730,6 +747,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   }
 }
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export const sum = (record: Record<string, number>) => Object.values(record).reduce((a, b) => a + b, 0);
 
 /** Whether a run met the targets: nothing lost or doubled, every answer in the envelope, recoveries ≤ 10 s. */
@@ -775,6 +801,7 @@ export function formatReport(r: ChaosReport): string {
         }${f.takeoverMs !== undefined ? `  (standby took the lock in ${f.takeoverMs === null ? "NONE" : `${(f.takeoverMs / 1000).toFixed(2)} s`})` : ""}`,
     ),
     `recovery max ${(Math.max(0, ...recoveries) / 1000).toFixed(2)} s; own RabbitMQ node start ${r.rabbitStartMs} ms`,
+    `instances that crashed (started again): ${r.crashes.length}${r.crashes.length ? ` — ${r.crashes.join(", ")}` : ""}`,
     ...r.examples.map((e) => `  ! ${e}`),
     targetsMet(r)
       ? "targets met: 0 lost, 0 duplicated, 0 non-envelope, every recovery ≤ 10 s"
