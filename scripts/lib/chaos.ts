@@ -497,7 +497,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           (r) => r.text(),
           () => "",
         );
-        if (/^chain_indexer_writer 1$/m.test(text)) return instance;
+        if (/^chain_indexer_writer(\{[^}]*\})? 1$/m.test(text)) return instance;
       }
       return undefined;
     }

@@ -2,6 +2,7 @@ import type { Bus } from "@fundraise/bus";
 import { createOutboxRelay, type OutboxRelay, pruneProcessedMessages } from "@fundraise/outbox";
 import pg from "pg";
 import type { Logger } from "./logger.ts";
+import { guardPoolClients } from "./sql-pool.ts";
 
 export interface ServiceOutbox {
   relay: OutboxRelay;
@@ -25,7 +26,7 @@ export function startOutbox(deps: {
   log: Logger;
 }): ServiceOutbox {
   const pool = new pg.Pool({ connectionString: deps.url, max: 2 });
-  pool.on("error", (err) => deps.log.warn({ err }, "idle outbox relay connection failed"));
+  guardPoolClients(pool, (err) => deps.log.warn({ err }, "outbox relay connection failed"));
   const relay = createOutboxRelay({ pool, bus: deps.bus, schema: deps.schema, logger: deps.log });
   const pruning = setInterval(() => {
     pruneProcessedMessages(pool, PROCESSED_MESSAGE_RETENTION_MS, deps.schema).then(
