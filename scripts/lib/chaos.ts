@@ -156,7 +156,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         proxy = await startProxy({ host: "127.0.0.1", port: Number(new URL(anvilUrl).port) });
         return `http://127.0.0.1:${proxy.port}`;
       },
-      env: { TRUST_PROXY: "true", REDIS_URL: redis.url },
+      // The load is not about rate limits: they stay far above it (each simulated user has its own address).
+      env: {
+        TRUST_PROXY: "true",
+        REDIS_URL: redis.url,
+        RATE_LIMIT_PER_MINUTE: "1000000",
+        AUTH_RATE_LIMIT_PER_MINUTE: "1000000",
+      },
       serviceEnv: { "chain-indexer": { HEALTH_PORT: String(indexerPort0) } },
     });
     cleanups.unshift(() => sys.stop());
