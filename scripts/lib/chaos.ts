@@ -156,12 +156,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         proxy = await startProxy({ host: "127.0.0.1", port: Number(new URL(anvilUrl).port) });
         return `http://127.0.0.1:${proxy.port}`;
       },
-      // The load is not about rate limits: they stay far above it (each simulated user has its own address).
+      // The run is not about limits: each simulated user has an address of its own, and the per-address,
+      // per-user and review-queue limits stay far above the load (else its Adds end at 5 per user).
       env: {
         TRUST_PROXY: "true",
         REDIS_URL: redis.url,
         RATE_LIMIT_PER_MINUTE: "1000000",
         AUTH_RATE_LIMIT_PER_MINUTE: "1000000",
+        NONCE_PER_IP_PER_MINUTE: "1000000",
+        NONCE_PER_IP_ADDRESS_PER_MINUTE: "1000000",
+        REVIEW_QUEUE_MAX: "100000",
+        REVIEW_QUEUE_PER_PROPOSER: "100000",
       },
       serviceEnv: { "chain-indexer": { HEALTH_PORT: String(indexerPort0) } },
     });
@@ -544,6 +549,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         case "indexer-writer": {
           const writer = await indexerWriter();
           if (!writer) return done("no writer found", null);
+          const killed = writer.pid;
           process.kill(writer.pid, "SIGKILL");
           writer.pid = 0;
           const restarted = restart(writer);
@@ -554,7 +560,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           const recovery = await firstSuccess(probeIndexed(), at);
           const takeoverMs = await takeover;
           await restarted;
-          return done(`chain-indexer (pid ${writer.pid || "killed"})`, recovery, { takeoverMs });
+          return done(`chain-indexer writer (pid ${killed})`, recovery, { takeoverMs });
         }
         case "rabbitmq": {
           await rabbit.restart();
@@ -638,11 +644,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     report.acknowledged.accepts = accepts.size;
 
     const byId = new Map<number, string>();
+    const fresh = new Map<Worker, string>();
     for (const [key, add] of adds) {
       const other = byId.get(add.projectID);
       if (other !== undefined && other !== key) report.duplicated.sameKeyOtherProject += 1;
       byId.set(add.projectID, key);
-      const token = (await signIn(add.owner, sys.gatewayUrl)) ?? add.owner.token;
+      let token = fresh.get(add.owner);
+      if (token === undefined) {
+        token = (await signIn(add.owner, sys.gatewayUrl)) ?? add.owner.token;
+        fresh.set(add.owner, token);
+      }
       const read = await call("GET", `/Project/Get/${add.projectID}`, { token, ip: add.owner.ip });
       const dto = read.body?.data as { projectName?: string; fileHash?: string } | undefined;
       if (read.status !== 200 || dto?.projectName !== add.name || dto?.fileHash !== add.fileHash) {
