@@ -26,6 +26,7 @@ it("a short chaos run: 0 lost, 0 duplicated, 0 non-envelope, every recovery ≤ 
       indexMissing: report.index.missing,
       indexExtra: report.index.extra,
       whitelistOff: report.index.whitelistOff,
+      crashes: report.crashes,
     },
     summary,
   ).toEqual({
@@ -38,6 +39,7 @@ it("a short chaos run: 0 lost, 0 duplicated, 0 non-envelope, every recovery ≤ 
     indexMissing: 0,
     indexExtra: 0,
     whitelistOff: 0,
+    crashes: [],
   });
   for (const fault of report.faults) {
     expect(fault.recoveryMs, summary).not.toBeNull();

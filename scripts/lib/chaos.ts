@@ -775,7 +775,10 @@ function alive(pid: number): boolean {
 
 export const sum = (record: Record<string, number>) => Object.values(record).reduce((a, b) => a + b, 0);
 
-/** Whether a run met the targets: nothing lost or doubled, every answer in the envelope, recoveries ≤ 10 s. */
+/**
+ * Whether a run met the targets: nothing lost or doubled, every answer in the envelope, no instance
+ * crashed, the index equal to the chain, every recovery ≤ 10 s.
+ */
 export function targetsMet(r: ChaosReport, recoveryLimitMs = 10_000): boolean {
   return (
     sum(r.lost) === 0 &&
@@ -783,6 +786,7 @@ export function targetsMet(r: ChaosReport, recoveryLimitMs = 10_000): boolean {
     r.nonEnvelope === 0 &&
     r.unexpected5xx === 0 &&
     r.projectsWithoutOwner === 0 &&
+    r.crashes.length === 0 &&
     r.ratingMeansOff === 0 &&
     r.index.missing === 0 &&
     r.index.extra === 0 &&
