@@ -571,10 +571,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           return done("own Redis", await firstSuccess(probeSignIn, Date.now()));
         }
         case "postgres": {
-          const cut = await sql.query(
-            "select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()",
-            [dbName],
-          );
+          // The server is shared: when it has no connection to spare for a moment, try again.
+          let cut: { rowCount: number | null } | undefined;
+          for (let attempt = 0; cut === undefined; attempt++) {
+            cut = await sql
+              .query(
+                "select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()",
+                [dbName],
+              )
+              .catch((err: Error) => {
+                if (attempt >= 50) throw err;
+                return undefined;
+              });
+            if (cut === undefined) await sleep(200);
+          }
           const back = Date.now();
           return done(`${cut.rowCount} backends of ${dbName}`, await firstSuccess(probeAdd, back));
         }
@@ -614,7 +624,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const slot = began + interval * (i + 1);
       if (Date.now() < slot) await sleep(slot - Date.now());
       const kind = FAULT_CYCLE[i % FAULT_CYCLE.length] as FaultKind;
-      const fault = await inject(kind);
+      // A fault that could not be injected is a miss, not the end of the run.
+      const fault = await inject(kind).catch(
+        (err: Error): FaultRecord => ({
+          kind,
+          target: `not injected: ${err.message}`.slice(0, 60),
+          at: Date.now(),
+          recoveryMs: null,
+        }),
+      );
       report.faults.push(fault);
       log(
         `fault ${i + 1}/${options.faults} ${fault.kind} ${fault.target}: recovery ${fault.recoveryMs ?? "none"} ms${
