@@ -172,6 +172,10 @@ export async function startSystem(
     extraGateways?: number;
     /** Each service from its TypeScript sources through tsx (the default) or from `pnpm build`'s output. */
     code?: ServiceCode;
+    /** A broker of the run's own (its whole node, say): no vhost is made on the shared one. */
+    amqpUrl?: string;
+    /** The chain URL the services get, from anvil's (a proxy in front of it that a run can cut). */
+    chainUrl?: (anvilUrl: string) => Promise<string>;
   } = {},
 ): Promise<System> {
   const services = options.services ?? ALL_SERVICES;
@@ -179,7 +183,9 @@ export async function startSystem(
   const extraGateways = services.includes("gateway") ? (options.extraGateways ?? 0) : 0;
   const [db, vhost, anvil, smtp, gatewayPorts, firstIpfs] = await Promise.all([
     createTestDatabase("e2e"),
-    createTestVhost("e2e"),
+    options.amqpUrl === undefined
+      ? createTestVhost("e2e")
+      : { url: options.amqpUrl, dispose: () => Promise.resolve() },
     startAnvil(),
     startSmtp(),
     distinctFreePorts(1 + extraGateways),
@@ -202,7 +208,7 @@ export async function startSystem(
     DATABASE_URL: db.url,
     AMQP_URL: vhost.url,
     REDIS_PREFIX: redisPrefix,
-    CHAIN_RPC_URL: anvil.url,
+    CHAIN_RPC_URL: options.chainUrl ? await options.chainUrl(anvil.url) : anvil.url,
     CHAIN_DEPLOYMENT_FILE: deploymentFile,
     SMTP_URL: smtp.url,
     PORT: String(port),

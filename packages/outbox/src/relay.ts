@@ -209,6 +209,9 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     } catch (error) {
       log.warn({ err: error }, "outbox pass failed; will retry");
     }
+    // Ticks overlap (a notification wakes one while another waits on the same pass): the last to end
+    // keeps the one timer, else every notification would leave a polling loop of its own behind.
+    clearTimeout(timer);
     if (running && !stopped) timer = setTimeout(() => void tick(), intervalMs);
   }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
 import { createTestVhost, type TestVhost, waitFor } from "@fundraise/bus/testing";
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createOutboxRelay,
@@ -10,6 +11,7 @@ import {
   outboxDdl,
   processedMessageDdl,
   processOnce,
+  type SqlPool,
 } from "../src/index.ts";
 import {
   createTestDatabase,
@@ -278,6 +280,48 @@ describe("outbox relay and pruning", () => {
       const pending = await db.pool.query("SELECT 1 FROM pruning.outbox WHERE published_at IS NULL");
       expect(pending.rows).toEqual([]);
     } finally {
+      await relay.stop();
+    }
+  });
+});
+
+describe("outbox relay's polling", () => {
+  it("stays one timer however many notifications woke it: a failing database is tried once per interval", async () => {
+    let down = false;
+    const pool: SqlPool = {
+      query: (text, params) => db.pool.query(text, params) as never,
+      connect: async () => {
+        if (down) throw new Error("the database is down");
+        return db.pool.connect();
+      },
+      end: async () => {},
+    };
+    const lines: string[] = [];
+    const logger = pino({ level: "warn" }, { write: (line: string) => void lines.push(line) });
+    const relay = createOutboxRelay({ pool, bus, schema: "projects", logger, intervalMs: 200 });
+    try {
+      await waitFor(
+        async () =>
+          (
+            await db.pool.query(
+              "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN bus_outbox_projects%'",
+            )
+          ).rows.length > 0,
+        10_000,
+        "the relay's LISTEN",
+      );
+      // Each notification wakes a pass (nothing to publish); each used to leave a polling timer behind.
+      for (let i = 0; i < 40; i++) await db.pool.query(`NOTIFY ${outboxChannelOf("projects")}`);
+      await sleep(300);
+      down = true;
+      lines.length = 0;
+      await sleep(1_000);
+      const failed = lines.filter((l) => l.includes("outbox pass failed")).length;
+      // Five intervals: about five failed passes, not five per notification.
+      expect(failed).toBeGreaterThan(0);
+      expect(failed).toBeLessThan(10);
+    } finally {
+      down = false;
       await relay.stop();
     }
   });

@@ -56,14 +56,17 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
  * A Postgres error that says the connection or the server went away, not that the statement was wrong:
  * class 08 (connection exception), class 57 (operator intervention: a terminated backend, a shutdown,
  * a server starting up) and class 53 (insufficient resources, e.g. too many connections). A driver error
- * of a closed socket has no SQLSTATE but says so.
+ * of a closed socket has no SQLSTATE but says so, as does a statement sent on a client whose connection
+ * broke a moment before (pg's "not queryable").
  */
 function isConnectionLoss(error: unknown): boolean {
   for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined; e; ) {
     if (typeof e.code === "string" && /^(08|57|53)[0-9A-Z]{3}$/.test(e.code)) return true;
     if (
       typeof e.message === "string" &&
-      /Connection terminated|connection (is )?closed|terminating connection/i.test(e.message)
+      /Connection terminated|connection (is )?closed|terminating connection|connection error and is not queryable/i.test(
+        e.message,
+      )
     ) {
       return true;
     }

@@ -3,6 +3,7 @@ import { createOutboxRelay, type OutboxRelay, pruneProcessedMessages } from "@fu
 import pg from "pg";
 import type { Logger } from "./logger.ts";
 import { type OutboxBacklog, processMetrics } from "./metrics.ts";
+import { guardPoolClients } from "./sql-pool.ts";
 
 export interface ServiceOutbox {
   relay: OutboxRelay;
@@ -28,9 +29,9 @@ export function startOutbox(deps: {
   log: Logger;
 }): ServiceOutbox {
   const pool = new pg.Pool({ connectionString: deps.url, max: 2 });
-  pool.on("error", (err) => {
+  guardPoolClients(pool, (err) => {
     processMetrics().dbError("connection");
-    deps.log.warn({ err }, "idle outbox relay connection failed");
+    deps.log.warn({ err }, "outbox relay connection failed");
   });
   const relay = createOutboxRelay({ pool, bus: deps.bus, schema: deps.schema, logger: deps.log });
   const pruning = setInterval(() => {

@@ -1,4 +1,5 @@
 import { ErrorCode } from "@fundraise/protocol";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSqlPool } from "./sql-pool.ts";
 import { expectAppError } from "./testing/assertions.ts";
@@ -22,6 +23,24 @@ describe("createSqlPool", () => {
       ).resolves.toEqual({ rows: [{ n: 42, word: "hello" }] });
     } finally {
       await pool.end();
+    }
+  });
+
+  it("survives the server dropping a checked-out connection (pg_terminate_backend) and serves the next query", async () => {
+    const pool = createSqlPool(db.url);
+    const admin = createSqlPool(db.url);
+    try {
+      const held = (await pool.connect()) as pg.PoolClient;
+      const { rows } = await held.query("SELECT pg_backend_pid() AS pid");
+      const ended = new Promise((resolve) => held.once("end", resolve));
+      // Between two statements, as a transaction that awaits something else: no query to fail, so pg
+      // emits 'error' on the client itself, fatal to the process without a listener.
+      await admin.query("SELECT pg_terminate_backend($1)", [rows[0]?.pid]);
+      await ended;
+      held.release(true);
+      await expect(pool.query<{ one: number }>("SELECT 1 AS one")).resolves.toEqual({ rows: [{ one: 1 }] });
+    } finally {
+      await Promise.all([pool.end(), admin.end()]);
     }
   });
 

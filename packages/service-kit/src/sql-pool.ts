@@ -22,8 +22,8 @@ export function createSqlPool(url: string, options: { max?: number; queryTimeout
     // A server that stops answering fails the statement instead of holding the caller until its deadline.
     query_timeout: options.queryTimeoutMs ?? 10_000,
   });
-  // An idle client whose server went away: the next query gets a fresh one; nothing to crash for.
-  pool.on("error", () => processMetrics().dbError("connection"));
+  // A client whose server went away: the next query gets a fresh one; nothing to crash for.
+  guardPoolClients(pool, () => processMetrics().dbError("connection"));
   return {
     async query<R extends Record<string, unknown>>(text: string, params: unknown[] = []) {
       try {
@@ -43,6 +43,18 @@ export function createSqlPool(url: string, options: { max?: number; queryTimeout
     connect: () => pool.connect(),
     end: () => pool.end(),
   };
+}
+
+/**
+ * Keeps a connection the server drops (a restart, `pg_terminate_backend`) from taking the process down.
+ * `pg` reports the drop as an `'error'` event, fatal without a listener: `pg-pool` listens on idle clients
+ * only (re-emitting on the pool) and leaves a checked-out one to its holder, who may be between two
+ * statements of a transaction (the outbox relay while it publishes). The statement in flight, or the
+ * holder's next one, still fails on its own; the pool drops the broken client when it comes back.
+ */
+export function guardPoolClients(pool: pg.Pool, onError: (error: Error) => void): void {
+  pool.on("error", onError);
+  pool.on("connect", (client) => client.on("error", onError));
 }
 
 function unreachable(error: unknown): boolean {

@@ -1,5 +1,11 @@
 import { checkChainId, createChainClient, loadDeployment } from "@fundraise/contracts";
-import { type AppDeps, openAppDatabase, processMetrics, type ServiceApp } from "@fundraise/service-kit";
+import {
+  type AppDeps,
+  guardPoolClients,
+  openAppDatabase,
+  processMetrics,
+  type ServiceApp,
+} from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import pg from "pg";
 import type { ChainIndexerConfig } from "./config.ts";
@@ -28,9 +34,9 @@ export async function startChainIndexerApp(deps: AppDeps<ChainIndexerConfig>): P
   const { orm, outbox } = await openAppDatabase(deps, { schema: SCHEMA, entities: [Cursor], migrations });
   // Reads are plain SQL over the stored logs (jsonb arguments), on a small pool of their own.
   const pool = new pg.Pool({ connectionString: config.db.url, max: 4 });
-  pool.on("error", (err) => {
+  guardPoolClients(pool, (err) => {
     processMetrics().dbError("connection");
-    log.warn({ err }, "idle read connection failed");
+    log.warn({ err }, "read connection failed");
   });
   shutdown.add("read connections", () => pool.end());
   // The chain-read cache: answers in Redis, renewed and invalidated by the writer (reads/hot-keys.ts).

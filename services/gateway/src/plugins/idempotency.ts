@@ -57,9 +57,9 @@ export function createIdempotencyStore(redis: Redis, prefix: string) {
       const fingerprint = createHash("sha256")
         .update(`${request.method} ${request.routeOptions.url} ${JSON.stringify(rest)}`)
         .digest("base64url");
-      const claimed = await redis.set(key, JSON.stringify({ fingerprint }), "PX", CLAIM_MS, "NX");
+      const claimed = await unlessDown(redis.set(key, JSON.stringify({ fingerprint }), "PX", CLAIM_MS, "NX"));
       if (claimed === null) {
-        const held = await redis.get(key);
+        const held = await unlessDown(redis.get(key));
         const claim = held === null ? null : (JSON.parse(held) as Claim);
         if (claim && claim.fingerprint !== fingerprint) {
           throw errors.conflict(
@@ -93,3 +93,19 @@ export function createIdempotencyStore(redis: Redis, prefix: string) {
   };
 }
 export type IdempotencyStore = ReturnType<typeof createIdempotencyStore>;
+
+/**
+ * A key that cannot be checked (Redis down or restarting) refuses the write, retryably: running it
+ * unchecked could do it twice.
+ */
+async function unlessDown<T>(command: Promise<T>): Promise<T> {
+  try {
+    return await command;
+  } catch (cause) {
+    throw errors.unavailable(
+      ErrorCode.SERVICE_UNAVAILABLE,
+      "Idempotency-Key cannot be checked right now; try again.",
+      { cause },
+    );
+  }
+}

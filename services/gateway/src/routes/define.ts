@@ -225,8 +225,11 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
           requestId: request.id,
         }));
       } catch (error) {
-        // Nothing was done (writes are transactions): the key is free for the retry.
-        await claimed?.release();
+        // Nothing was done (writes are transactions): the key is free for the retry. Redis down: the
+        // claim lapses by itself (CLAIM_MS), and the answer is this error, not Redis's.
+        await claimed
+          ?.release()
+          .catch((err: unknown) => request.log.warn({ err }, "Idempotency-Key not released"));
         const appError = toAppError(error);
         const custom = route.sendError?.(reply.code(HTTP_STATUS_OF_KIND[appError.kind]), request, appError);
         if (custom) return custom;
@@ -249,7 +252,11 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
       const answered = route.statusOf?.(result) ?? status;
       if (claimed) {
         const text = String(reply.code(answered).serialize(body));
-        await claimed.settle(answered, text);
+        // The write is done: its answer goes out even when Redis cannot keep it (a retry then runs
+        // again once the claim lapses, and finds what this one did).
+        await claimed
+          .settle(answered, text)
+          .catch((err: unknown) => request.log.warn({ err }, "Idempotency-Key answer not kept"));
         return reply.type("application/json; charset=utf-8").send(text);
       }
       return reply.code(answered).send(body);
