@@ -134,15 +134,8 @@ describe("the runtime image's /app", () => {
       (name) => !production.has(name) && !name.startsWith("@fundraise/"),
     );
     // The tools by name too, whoever lists them.
-    for (const tool of [
-      "tsx",
-      "esbuild",
-      "typescript",
-      "vitest",
-      "@biomejs/biome",
-      "solc",
-      "@foundry-rs/anvil",
-    ]) {
+    const tools = ["tsx", "esbuild", "typescript", "vitest", "@biomejs/biome", "solc", "@foundry-rs/anvil"];
+    for (const tool of tools) {
       expect(devOnly).toContain(tool);
     }
     // pnpm's store folder names: `name@version…`, a scope's slash as `+`. A package that the workspace lists
@@ -158,15 +151,7 @@ describe("the runtime image's /app", () => {
         installed.some((entry) => entry.startsWith(`${name.replace("/", "+")}@`)) && !needed.has(name),
     );
     expect(found).toEqual([]);
-    for (const tool of [
-      "tsx",
-      "esbuild",
-      "typescript",
-      "vitest",
-      "@biomejs/biome",
-      "solc",
-      "@foundry-rs/anvil",
-    ]) {
+    for (const tool of tools) {
       expect(installed.filter((entry) => entry.startsWith(`${tool.replace("/", "+")}@`))).toEqual([]);
     }
     // And the root links none (a checkout's root node_modules holds every dev tool).

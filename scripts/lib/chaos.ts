@@ -18,7 +18,7 @@ import { cidOfDigestHex } from "@fundraise/ipfs-node";
 import { type JsonRpcProvider, Wallet } from "ethers";
 import pg from "pg";
 import { type System, startSystem } from "../../e2e/system.ts";
-import { type CuttableProxy, startOwnRabbit, startOwnRedis, startProxy } from "./private-infra.ts";
+import { alive, type CuttableProxy, startOwnRabbit, startOwnRedis, startProxy } from "./private-infra.ts";
 import { freePort } from "./processes.ts";
 
 export type FaultKind = "kill" | "rabbitmq" | "redis" | "postgres" | "ipfs" | "chain" | "indexer-writer";
@@ -779,15 +779,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   } finally {
     for (const cleanup of cleanups) await cleanup().catch(() => {});
     rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 

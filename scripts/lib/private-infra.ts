@@ -73,37 +73,29 @@ export async function startOwnRabbit(dir: string): Promise<OwnServer> {
     RABBITMQ_CONF_ENV_FILE: join(dir, "rabbitmq-env.conf"),
   };
   let child: ChildProcess | undefined;
-  const own = { url: `amqp://guest:guest@127.0.0.1:${port}`, startMs: 0 } as OwnServer;
-  const start = async () => {
-    const began = Date.now();
-    child = spawn(server, [], { env, stdio: "ignore", detached: false });
-    await waitForPort(port, 60_000, "RabbitMQ");
-    own.startMs = Date.now() - began;
-  };
-  // The script starts the Erlang VM, whose process id the node writes to its pid file: that is the one
-  // to stop (SIGTERM stops the node cleanly), then the script ends with it.
-  const stop = async () => {
-    const pidFile = join(dir, "pid");
-    const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, "utf8").trim()) : 0;
-    if (pid > 0 && alive(pid)) {
-      process.kill(pid, "SIGTERM");
-      const until = Date.now() + 15_000;
-      while (alive(pid) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-      if (alive(pid)) process.kill(pid, "SIGKILL");
-    }
-    if (child) await stopProcess(child, 5_000);
-    rmSync(pidFile, { force: true });
-  };
-  await start();
-  own.restart = async () => {
-    await stop();
-    await start();
-  };
-  own.stop = stop;
-  return own;
+  return ownServer(
+    `amqp://guest:guest@127.0.0.1:${port}`,
+    async () => {
+      child = spawn(server, [], { env, stdio: "ignore", detached: false });
+      await waitForPort(port, 60_000, "RabbitMQ");
+    },
+    async () => {
+      const pidFile = join(dir, "pid");
+      const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, "utf8").trim()) : 0;
+      if (pid > 0 && alive(pid)) {
+        process.kill(pid, "SIGTERM");
+        const until = Date.now() + 15_000;
+        while (alive(pid) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+        if (alive(pid)) process.kill(pid, "SIGKILL");
+      }
+      if (child) await stopProcess(child, 5_000);
+      rmSync(pidFile, { force: true });
+    },
+  );
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this id runs (signal 0). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -116,26 +108,43 @@ function alive(pid: number): boolean {
 export async function startOwnRedis(): Promise<OwnServer> {
   const port = await freePort();
   let child: ChildProcess | undefined;
-  const own = { url: `redis://127.0.0.1:${port}`, startMs: 0 } as OwnServer;
-  const start = async () => {
+  return ownServer(
+    `redis://127.0.0.1:${port}`,
+    async () => {
+      child = spawn(
+        "redis-server",
+        ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        { stdio: "ignore" },
+      );
+      await waitForPort(port, 20_000, "Redis");
+    },
+    async () => {
+      if (child) await stopProcess(child, 5_000);
+    },
+  );
+}
+
+/** A server started now, stopped and restarted through `start` and `stop`, each start timed. */
+async function ownServer(
+  url: string,
+  start: () => Promise<void>,
+  stop: () => Promise<void>,
+): Promise<OwnServer> {
+  const own: OwnServer = {
+    url,
+    startMs: 0,
+    async restart() {
+      await stop();
+      await timedStart();
+    },
+    stop,
+  };
+  const timedStart = async () => {
     const began = Date.now();
-    child = spawn(
-      "redis-server",
-      ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-      { stdio: "ignore" },
-    );
-    await waitForPort(port, 20_000, "Redis");
+    await start();
     own.startMs = Date.now() - began;
   };
-  const stop = async () => {
-    if (child) await stopProcess(child, 5_000);
-  };
-  await start();
-  own.restart = async () => {
-    await stop();
-    await start();
-  };
-  own.stop = stop;
+  await timedStart();
   return own;
 }
 
