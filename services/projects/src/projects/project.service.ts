@@ -1,18 +1,13 @@
-import {
-  type Caller,
-  type ContentRef,
-  ProjectsEvents,
-  type ProjectsRpc,
-  type RequestOf,
-} from "@fundraise/protocol";
+import { type Caller, ProjectsEvents, type ProjectsRpc, type RequestOf } from "@fundraise/protocol";
 import { announce, audienceOf } from "./announce.ts";
 import { evaluationFieldsOf } from "./chain-facts.ts";
 import type { HotReads } from "./hot-reads.ts";
 import { isAccepted, requireLive, requireWriter } from "./project.access.ts";
+import { createDiscardContent, withFile } from "./project.content.ts";
 import type { Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
-import type { ContentStore, OpContext, StoredContent } from "./project.ports.ts";
+import type { ContentStore, OpContext } from "./project.ports.ts";
 import { createProjectReads, isReviewer, type ProjectReads } from "./project.reads.ts";
 import type { ProjectRepository, ProjectTx } from "./project.repository.ts";
 import { parseMarkdown, parseName, parseRating, parseText } from "./project.validation.ts";
@@ -45,10 +40,6 @@ export interface ProjectService extends ProjectReads {
 /** How long an identical Add of the same proposer answers the project it made (behaviour.md §8). */
 const RETRY_WINDOW_MS = 10 * 60_000;
 
-/** The content with its whitepaper, or null: a body that brought an image alone. */
-const withFile = (ref: ContentRef): StoredContent | null =>
-  ref.fileBytes === null ? null : { ...ref, fileBytes: ref.fileBytes };
-
 /**
  * The rules of behaviour.md §4 (no SQL, no bus). A write's content arrives as a reference: the gateway
  * added it to IPFS unpinned. The storage service pins it once the write passed its checks, and the row is
@@ -76,14 +67,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
   }
 
   /** Removes content no project holds; never throws (the caller's answer does not depend on it). */
-  async function discard(fileHash: string, reason: string, ctx: OpContext): Promise<void> {
-    try {
-      if (await projects.findByFileHash(fileHash)) return;
-      await content.remove(fileHash, reason, ctx);
-    } catch (err) {
-      ctx.log.warn({ err, fileHash, reason }, "content not removed: it stays pinned until reconciled");
-    }
-  }
+  const discard = createDiscardContent(deps);
 
   /** Deletes the project (its permissions and ratings with it) and announces it; answers its fileHash. */
   async function removeProject(t: ProjectTx, project: Project, ctx: OpContext): Promise<string> {
