@@ -162,7 +162,13 @@ describe("live hub: visibility per subscriber (behaviour.md §4)", () => {
 
     // The chain made Ada Whitelist: her tokens still speak for her, with the new role at once.
     s.sessions.set(1, { role: "Whitelist", version: 2, revokedBelow: 0, deleted: false });
-    await s.log.append("users.user.role-changed", { userId: 1, role: "Whitelist", previousRole: "Base" });
+    await s.log.append("users.user.role-changed", {
+      userId: 1,
+      role: "Whitelist",
+      previousRole: "Base",
+      changedBy: "chain",
+      version: 2,
+    });
     s.project(4, { viewerAccepted: true, status: "Pending" });
     await s.change(4, "viewer-accepted", { ...pending, memberIds: [] });
     expect(
@@ -175,10 +181,35 @@ describe("live hub: visibility per subscriber (behaviour.md §4)", () => {
 
     // An admin demoted Bob: tokens issued before are revoked; his stream hears why, then ends.
     s.sessions.set(2, { role: "Base", version: 3, revokedBelow: 3, deleted: false });
-    await s.log.append("users.user.role-changed", { userId: 2, role: "Base", previousRole: "Viewer" });
+    await s.log.append("users.user.role-changed", {
+      userId: 2,
+      role: "Base",
+      previousRole: "Viewer",
+      changedBy: "9",
+      version: 3,
+    });
     expect(bob.messages().at(-1)).toMatchObject({ event: "role", role: "Base", previousRole: "Viewer" });
     expect(bob.state.ended).toBe(true);
     expect(s.hub.size).toBe(1);
+  });
+
+  it("an admin's role change ends its user's stream even when the session read does not show it yet", async () => {
+    const s = system();
+    await s.hub.start();
+    const carol = client();
+    s.hub.subscribe(as(person(3, "Viewer")), carol.connection, undefined);
+    // The event beat users' session update to Redis: the session still reads as before the change.
+    s.sessions.set(3, { role: "Viewer", version: 1, revokedBelow: 0, deleted: false });
+    await s.log.append("users.user.role-changed", {
+      userId: 3,
+      role: "Base",
+      previousRole: "Viewer",
+      changedBy: "9",
+      version: 2,
+    });
+    expect(carol.messages()).toEqual([{ event: "role", id: "0", role: "Base", previousRole: "Viewer" }]);
+    expect(carol.state.ended).toBe(true);
+    expect(s.hub.size).toBe(0);
   });
 
   it("a stream ends when its token expires (the client signs in again and resumes)", async () => {

@@ -132,6 +132,9 @@ export function createLiveHub(options: LiveHubOptions): LiveHub {
       if (p.kind === "role" && caller?.userId === p.userId) {
         message = { id: String(p.offset), event: "role", data: p.data };
         told = true;
+        // The event may arrive before the session read shows the revocation (the outbox relay can beat
+        // users' session update): the event itself says the stream's token is revoked.
+        if (p.revokesBelow !== null && s.identity.tokenVersion < p.revokesBelow) refused = true;
       } else if (refused) continue;
       else if (p.kind === "project") message = projectMessageFor(caller, p);
       else if (p.kind === "invitation" && caller?.userId === p.userId) {

@@ -19,7 +19,11 @@ type RoleChanged = PayloadOf<typeof UsersEvents.roleChanged>;
 export type Prepared = { offset: number } & (
   | { kind: "project"; changed: Changed; view: ProjectView | null; data: Map<string, string> }
   | { kind: "invitation"; userId: number; data: string }
-  | { kind: "role"; userId: number; data: string }
+  /**
+   * `revokesBelow`: an admin's change revokes the user's tokens of earlier account versions (ADR 0014);
+   * null for a chain change, which does not.
+   */
+  | { kind: "role"; userId: number; data: string; revokesBelow: number | null }
   | { kind: "user-deleted"; userId: number }
   | { kind: "none" }
 );
@@ -83,8 +87,9 @@ export async function prepare(
         };
       }
       case UsersEvents.roleChanged.name: {
-        const { userId, role, previousRole } = e.payload as RoleChanged;
-        return { offset, kind: "role", userId, data: JSON.stringify({ role, previousRole }) };
+        const { userId, role, previousRole, changedBy, version } = e.payload as RoleChanged;
+        const revokesBelow = changedBy === "chain" ? null : (version ?? Number.MAX_SAFE_INTEGER);
+        return { offset, kind: "role", userId, data: JSON.stringify({ role, previousRole }), revokesBelow };
       }
       case UsersEvents.deleted.name:
         return { offset, kind: "user-deleted", userId: (e.payload as { userId: number }).userId };
