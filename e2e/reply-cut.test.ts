@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -7,18 +8,24 @@ import { type System, startSystem } from "./system.ts";
 
 // A client may retry any write after a lost answer (behaviour.md §8): the reply path of an Add is cut at
 // a moment that moves through the request, in a loop, and the retry on another replica must leave one
-// project and answer it. Replica A reaches the broker through a TCP relay this test cuts (every
+// project and answer it; an invitation's reply is lost once the service kept its answer, and the retry
+// with its key gets that answer. Replica A reaches the broker through a TCP relay this test cuts (every
 // connection destroyed, so its RPCs in flight lose their replies, whether projects committed or not);
 // replica B is the system's own gateway.
 let sys: System;
 const client = createClient(() => sys);
 let token: string;
+let ownerId: number;
 let replicaA: string;
 let relay: ReturnType<typeof brokerRelay>;
 
-/** A TCP relay to the broker whose open connections `cut()` destroys; new ones are relayed again. */
+/**
+ * A TCP relay to the broker whose open connections `cut()` destroys; new ones are relayed again. After
+ * `deafen()`, what the broker sends replica A is dropped until the cut: a reply on its way is certainly lost.
+ */
 function brokerRelay(target: URL) {
   const open = new Set<Socket>();
+  let deaf = false;
   const server: Server = createServer((inbound) => {
     const outbound = connect(Number(target.port || 5672), target.hostname);
     for (const [a, b] of [
@@ -26,7 +33,9 @@ function brokerRelay(target: URL) {
       [outbound, inbound],
     ] as const) {
       open.add(a);
-      a.pipe(b);
+      a.on("data", (chunk: Buffer) => {
+        if (!(deaf && a === outbound)) b.write(chunk);
+      });
       a.on("error", () => b.destroy());
       a.on("close", () => {
         open.delete(a);
@@ -36,7 +45,11 @@ function brokerRelay(target: URL) {
   });
   return {
     listen: (port: number) => new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve)),
+    deafen: () => {
+      deaf = true;
+    },
     cut: () => {
+      deaf = false;
       for (const socket of open) socket.destroy();
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
@@ -49,7 +62,9 @@ beforeAll(async () => {
     // Two dozen Adds by one proposer, none reviewed.
     env: { REVIEW_QUEUE_PER_PROPOSER: "100" },
   });
-  token = await client.tokenOf((await client.signedUpUser()).wallet);
+  const owner = await client.signedUpUser();
+  ownerId = owner.userId;
+  token = await client.tokenOf(owner.wallet);
   const broker = new URL(sys.amqpUrl);
   relay = brokerRelay(broker);
   const relayPort = await freePort();
@@ -65,14 +80,23 @@ afterAll(async () => {
   await relay?.close();
 });
 
-interface Answer {
+interface Answer<D = { projectID?: number }> {
   status: number;
   code: string | null;
-  body: { success?: boolean; data?: { projectID?: number } | null } | null;
+  body: { success?: boolean; data?: D | null } | null;
 }
 
-async function send(base: string, body: unknown, key?: string): Promise<Answer> {
-  const res = await fetch(`${base}/Project/Add`, {
+/** An Add on the replica at `base`. */
+const send = (base: string, body: unknown, key?: string) => write<Answer>(base, "/Project/Add", body, key);
+
+/** A POST write as the caller `token`, with `key` as its Idempotency-Key when given. */
+async function write<A extends Answer<unknown>>(
+  base: string,
+  path: string,
+  body: unknown,
+  key?: string,
+): Promise<A> {
+  const res = await fetch(`${base}${path}`, {
     method: "POST",
     headers: {
       authorization: `Bearer ${token}`,
@@ -84,14 +108,18 @@ async function send(base: string, body: unknown, key?: string): Promise<Answer> 
   return {
     status: res.status,
     code: res.headers.get("x-error-code"),
-    body: (await res.json()) as Answer["body"],
-  };
+    body: (await res.json()) as A["body"],
+  } as A;
 }
 
 /** Retries on replica B while the first request is still under way there (409 IN_USE). */
-async function retry(body: unknown, key?: string): Promise<Answer> {
+async function retry<A extends Answer<unknown> = Answer>(
+  body: unknown,
+  key?: string,
+  path = "/Project/Add",
+): Promise<A> {
   for (;;) {
-    const answer = await send(sys.gatewayUrl, body, key);
+    const answer = await write<A>(sys.gatewayUrl, path, body, key);
     if (answer.code !== "IDEMPOTENCY_KEY_IN_USE") return answer;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -114,15 +142,19 @@ const aReady = () =>
     { timeout: 30_000, interval: 100 },
   );
 
-/** Resolves once the project named `name` is committed (read straight from the system's database). */
-async function committed(db: pg.Client, name: string): Promise<void> {
+/** Resolves once `sql` finds a row (read straight from the system's database, as fast as it answers). */
+async function found(db: pg.Client, what: string, sql: string, params: unknown[]): Promise<void> {
   const until = Date.now() + 30_000;
   while (Date.now() < until) {
-    const { rowCount } = await db.query("select 1 from projects.project where name = $1", [name]);
+    const { rowCount } = await db.query(sql, params);
     if (rowCount) return;
   }
-  throw new Error(`${name} was not committed within 30 s`);
+  throw new Error(`${what} not found within 30 s`);
 }
+
+/** Resolves once the project named `name` is committed. */
+const committed = (db: pg.Client, name: string) =>
+  found(db, `project ${name}`, "select 1 from projects.project where name = $1", [name]);
 
 describe("an Add whose reply path is cut, retried on another replica", () => {
   // Half the cuts move through the request (0 to 1.2 times an uncut Add's time after it left: before
@@ -187,4 +219,63 @@ describe("an Add whose reply path is cut, retried on another replica", () => {
       }
     }, 240_000);
   }
+});
+
+describe("an invitation whose reply is lost after its answer was kept, retried with its key on another replica", () => {
+  // Each round: replica A sends the invitation and stops hearing the broker; once the projects service
+  // committed it and kept its answer, A's connection is cut (its caller gets 503) and the retry goes to
+  // replica B with the same key. Without the kept answer the retry would run again: 409, already invited.
+  it("answers the retry as the first success (201, the invitation's id), and one invitation exists", async () => {
+    const db = new pg.Client({ connectionString: sys.databaseUrl });
+    await db.connect();
+    try {
+      const rounds = 4;
+      const tag = Math.random().toString(36).slice(2, 8);
+      const [added, ...invitees] = await Promise.all([
+        send(sys.gatewayUrl, {
+          projectName: `Invites ${tag}`,
+          fileHex: Buffer.from(`invites ${tag}`).toString("hex"),
+        }),
+        ...Array.from({ length: rounds }, () => client.signedUpUser()),
+      ]);
+      expect(added.status, JSON.stringify(added)).toBe(201);
+      const projectID = added.body?.data?.projectID;
+      for (const [i, invitee] of invitees.entries()) {
+        // Replica A answers again after the last cut: its replies come back, so it asks nothing more of the
+        // broker than the invitation (the JWKS and this caller's session are at hand).
+        await aReady();
+        await vi.waitFor(
+          async () => {
+            const res = await fetch(`${replicaA}/Project/GetAllPermissioned/false`, {
+              headers: { authorization: `Bearer ${token}` },
+            });
+            expect(res.status).toBe(200);
+          },
+          { timeout: 30_000, interval: 200 },
+        );
+        const body = { projectID, username: invitee.username, role: "Editor" };
+        const key = `invite-${tag}-${i}`;
+        const keyId = `u${ownerId}:${createHash("sha256").update(key).digest("base64url")}`;
+        relay.deafen();
+        const first = write<Answer<string>>(replicaA, "/user/invite", body, key);
+        await found(db, `the answer kept for ${key}`, "select 1 from projects.rpc_answer where key = $1", [
+          keyId,
+        ]);
+        relay.cut();
+        const lost = await first;
+        expect([503, 504], JSON.stringify(lost)).toContain(lost.status);
+
+        const again = await retry<Answer<string>>(body, key, "/user/invite");
+        expect(again.status, JSON.stringify(again)).toBe(201);
+        const { rows } = await db.query<{ id: number }>(
+          "select id from projects.permission where project_id = $1 and user_id = $2",
+          [projectID, invitee.userId],
+        );
+        expect(rows).toHaveLength(1);
+        expect(again.body).toMatchObject({ success: true, data: String(rows[0]?.id) });
+      }
+    } finally {
+      await db.end();
+    }
+  }, 120_000);
 });

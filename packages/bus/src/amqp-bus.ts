@@ -23,6 +23,7 @@ import { EventPublisher } from "./event-publisher.ts";
 import { EventSubscriber } from "./event-subscriber.ts";
 import type { BusJournal, JournalFactory } from "./journal-hook.ts";
 import { type BusMetrics, inspectQueues, type QueueStat, timed } from "./metrics.ts";
+import type { RpcAnswers } from "./rpc-answers.ts";
 import { RpcClient } from "./rpc-client.ts";
 import { RpcServer } from "./rpc-server.ts";
 import { deadLetterQueueOf, declareExchanges } from "./topology.ts";
@@ -216,6 +217,10 @@ class AmqpBusImpl implements AmqpBus {
           )
       : handler;
     return this.server.serve(descriptor, observed);
+  }
+
+  keepAnswers(answers: RpcAnswers): void {
+    this.server.keepAnswers(answers);
   }
 
   async inspectQueues(timeoutMs: number): Promise<QueueReport> {

@@ -1,5 +1,6 @@
 import type { EventDescriptor, PayloadOf, RequestOf, ResponseOf, RpcDescriptor } from "@fundraise/protocol";
 import type { Logger } from "pino";
+import type { RequestKey, RpcAnswers } from "./rpc-answers.ts";
 
 /**
  * What a message passes on to the calls and events it causes: its request id, its deadline and its trace.
@@ -35,6 +36,11 @@ export interface MessageContext extends RequestContext {
 export interface CallOptions extends TraceContext {
   /** Overrides the descriptor's timeout; the call still never waits past `deadline`. */
   timeoutMs?: number | undefined;
+  /**
+   * The client's Idempotency-Key (the gateway's, on writes): a server given `keepAnswers` replies to it
+   * once (rpc-answers.ts). Never in a handler's `ctx`, so the calls a handler makes do not carry it on.
+   */
+  idempotency?: RequestKey | undefined;
 }
 
 export interface PublishOptions {
@@ -103,6 +109,12 @@ export interface Bus {
   ): Promise<Answer<ResponseOf<D>>>;
   /** Answer a descriptor's calls. Validates requests (and responses) against the descriptor's schemas. */
   serve<D extends RpcDescriptor>(descriptor: D, handler: RpcHandler<D>): Promise<void>;
+  /**
+   * Where this bus keeps its answers to keyed requests (`idempotency`): a repeated one is answered again
+   * without running its handler, on any instance that shares `answers` (rpc-answers.ts `answerOnce`). One
+   * store for every RPC the bus serves: a process serves one service.
+   */
+  keepAnswers(answers: RpcAnswers): void;
   /** Publish a fact; resolves once the broker confirmed it. */
   publish<D extends EventDescriptor>(
     descriptor: D,

@@ -21,6 +21,10 @@ export const Header = {
   ORIGINAL_ROUTING_KEY: "x-original-routing-key",
   REPLAYED_FROM_OFFSET: "x-replayed-from-offset",
   STREAM_OFFSET: "x-stream-offset",
+  /** A keyed write's Idempotency-Key, named with its caller (rpc-answers.ts). */
+  IDEMPOTENCY_KEY: "x-idempotency-key",
+  /** What the keyed request asked: another request under the same key is refused. */
+  REQUEST_FINGERPRINT: "x-request-fingerprint",
 } as const;
 
 export const MESSAGE_KINDS = ["event", "rpc-request", "rpc-reply"] as const;

@@ -16,6 +16,7 @@ import { decodeBody, encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { amqpTimestamp, compactHeaders, Header, type MessageKind, readReply } from "./headers.ts";
 import type { BusJournal } from "./journal-hook.ts";
+import { requestKeyHeaders } from "./rpc-answers.ts";
 import {
   type BatchEntry,
   type BatchKind,
@@ -92,6 +93,7 @@ export class RpcClient extends ChannelHolder<Channel> {
       [Header.TRACEPARENT]: span.traceparent,
       [Header.KIND]: "rpc-request" satisfies MessageKind,
       [Header.PUBLISHED_BY]: this.bus.service,
+      ...requestKeyHeaders(options.idempotency),
     });
     // What the request would be alone; the reply address and expiry are set when it is published.
     const properties: Options.Publish = {

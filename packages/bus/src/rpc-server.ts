@@ -1,17 +1,16 @@
 import { randomUUID } from "node:crypto";
 import {
+  type AppError,
   ErrorCode,
   errors,
-  isAppError,
   type JournalMode,
   type RpcDescriptor,
-  toAppError,
   validatorOf,
 } from "@fundraise/protocol";
 import type { Channel, ChannelModel, ConsumeMessage, Options } from "amqplib";
 import type { Logger } from "pino";
 import { BatchedAcks } from "./acks.ts";
-import { type RpcHandler, WithMessage } from "./bus.ts";
+import type { RpcHandler } from "./bus.ts";
 import { decodeBody, encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { type ConsumerRole, type Consumers, messageContext } from "./consumers.ts";
@@ -22,10 +21,11 @@ import {
   Header,
   type MessageKind,
   type ReplyParts,
-  successReply,
 } from "./headers.ts";
 import type { BusJournal } from "./journal-hook.ts";
+import { answerOnce, type RpcAnswers, requestKeyOf } from "./rpc-answers.ts";
 import { type BatchEntry, Coalescer, messagesOf, type Received, RpcBatch, unbatch } from "./rpc-batch.ts";
+import { failureOf, successOf } from "./rpc-outcome.ts";
 import { declareRpcQueue, Exchanges, rpcQueueOf } from "./topology.ts";
 import { rpcServerSpan } from "./trace-context.ts";
 
@@ -74,7 +74,14 @@ export class RpcServer {
    */
   private readonly replies = new Coalescer<Reply>((_, replies) => this.sendReplies(replies));
 
+  /** Where answers to keyed requests are kept (rpc-answers.ts); none until the service gives it. */
+  private answers: RpcAnswers | undefined;
+
   constructor(private readonly bus: RpcServerOptions) {}
+
+  keepAnswers(answers: RpcAnswers): void {
+    this.answers = answers;
+  }
 
   /** Sends the replies and acknowledgements waiting for the end of the turn; the bus does so at close. */
   flush(): void {
@@ -192,7 +199,7 @@ export class RpcServer {
     ctx.traceparent = span.traceparent;
     let reply: ReplyParts;
     let journaled: JournalMode = true;
-    let failure: unknown;
+    let failure: AppError | undefined;
     try {
       const entry = role.handlers.get(name);
       // Reaching an instance that does not serve the name means another instance bound it (a mixed
@@ -208,23 +215,12 @@ export class RpcServer {
         decodeBody(message.content, properties.contentType),
         `${name} request`,
       );
-      const answer = await span.run(() => entry.handler(request, ctx));
-      const [response, note] = answer instanceof WithMessage ? [answer.data, answer.message] : [answer, null];
-      const check = validatorOf(entry.descriptor.response);
-      if (!check.check(response)) {
-        ctx.log.error({ issues: check.issues(response) }, "RPC handler returned an invalid response");
-        throw errors.internal(ErrorCode.INTERNAL, "An unexpected error occurred.");
-      }
-      reply = successReply(response, note);
+      reply = await answerOnce(this.answers, requestKeyOf(properties.headers), ctx.log, async () =>
+        successOf(entry.descriptor, await span.run(() => entry.handler(request, ctx)), ctx.log),
+      );
     } catch (thrown) {
-      const error = isAppError(thrown) ? thrown : this.bus.translateError(thrown);
-      const appError = toAppError(error);
-      if (!isAppError(error)) ctx.log.error({ err: error }, "RPC handler failed");
-      else if (appError.kind === "internal" && appError.cause !== undefined) {
-        ctx.log.error({ err: appError }, "RPC handler failed");
-      } else ctx.log.debug({ kind: appError.kind, code: appError.code }, "RPC answered with an error");
-      reply = errorReply(appError);
-      failure = appError;
+      failure = failureOf(thrown, this.bus.translateError, ctx.log);
+      reply = errorReply(failure);
     }
     span.end(failure);
     const to = { from, replyTo, correlationId: properties.correlationId };

@@ -1,4 +1,5 @@
 import { checkChainId, createChainClient, loadDeployment } from "@fundraise/contracts";
+import { createRpcAnswers } from "@fundraise/outbox";
 import { UsersRpc } from "@fundraise/protocol";
 import { type AppDeps, openAppDatabase, processMetrics, type ServiceApp } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
@@ -44,6 +45,8 @@ export async function startAuthApp(deps: AppDeps<AuthConfig>): Promise<AuthApp> 
     entities: [SigningKey, EmailVerification],
     migrations,
   });
+  // A keyed sign-in or sign-up retried after its reply was lost gets its first answer (ADR 0029).
+  bus.keepAnswers(createRpcAnswers(pool, { schema: AUTH_SCHEMA, logger: log }));
   const em = () => orm.em.fork();
 
   // Auto-pipelining: the commands of one event-loop turn go out in one write; one write per command was

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { createRpcAnswers } from "@fundraise/outbox";
 import { ChainRpc, StorageRpc, UsersRpc } from "@fundraise/protocol";
 import { type AppDeps, openAppDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { createDirectChainRead } from "./chain/direct-read.ts";
@@ -19,11 +20,13 @@ import { CONSUMER, subscribeProjects } from "./subscribers/index.ts";
 /** Composition root: the only place that sees every dependency of the projects service. */
 export async function startProjectsApp(deps: AppDeps<ProjectsConfig>): Promise<ServiceApp> {
   const { config, log, bus, shutdown } = deps;
-  const { orm, outbox } = await openAppDatabase(deps, {
+  const { orm, outbox, pool } = await openAppDatabase(deps, {
     schema: PROJECTS_SCHEMA,
     entities: [Project, Permission, Rating],
     migrations,
   });
+  // A keyed write retried after its reply was lost gets its first answer (ADR 0029).
+  bus.keepAnswers(createRpcAnswers(pool, { schema: PROJECTS_SCHEMA, logger: log }));
   const directChain = createDirectChainRead(config.chain);
   shutdown.add("direct chain reads", () => directChain.close());
   const content: ContentStore = {

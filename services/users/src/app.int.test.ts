@@ -17,6 +17,7 @@ describe("start-up", () => {
       "outbox",
       "processed_message",
       "role_change",
+      "rpc_answer",
       "user",
     ]);
   });

@@ -1,3 +1,4 @@
+import { createRpcAnswers } from "@fundraise/outbox";
 import { AuthRpc, ChainRpc, ProjectsRpc } from "@fundraise/protocol";
 import { type AppDeps, openAppDatabase, type ServiceApp } from "@fundraise/service-kit";
 import type { UsersConfig } from "./config.ts";
@@ -17,6 +18,8 @@ export async function startUsersApp(deps: AppDeps<UsersConfig>): Promise<Service
     entities: [User, RoleChange],
     migrations,
   });
+  // A keyed write retried after its reply was lost gets its first answer (ADR 0029).
+  bus.keepAnswers(createRpcAnswers(pool, { schema: USERS_SCHEMA, logger: log }));
   // GET /user/get answers without invitations rather than wait longer for the projects service.
   const pendingInvitations: PendingInvitations = (userId, ctx) =>
     bus.call(

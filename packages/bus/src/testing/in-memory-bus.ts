@@ -9,6 +9,8 @@ import {
 } from "@fundraise/protocol";
 import pino, { type Logger } from "pino";
 import { type Bus, type EventHandler, type MessageContext, type RpcHandler, WithMessage } from "../bus.ts";
+import { successReply } from "../headers.ts";
+import { answerOnce, type RpcAnswers } from "../rpc-answers.ts";
 import { testMessageContext } from "./message-context.ts";
 
 /**
@@ -23,6 +25,7 @@ export function createInMemoryBus(options: { logger?: Logger } = {}): Bus & {
   const handlers = new Map<string, RpcHandler<RpcDescriptor>>();
   const subscribers = new Map<string, EventHandler<EventDescriptor>[]>();
   const published: { name: string; payload: unknown }[] = [];
+  let answers: RpcAnswers | undefined;
 
   const context = (name: string, requestId: string = randomUUID(), deadline?: number): MessageContext =>
     testMessageContext({ requestId, deadline, log: log.child({ requestId, message: name }) });
@@ -59,15 +62,19 @@ export function createInMemoryBus(options: { logger?: Logger } = {}): Bus & {
       });
       try {
         const ctx = context(descriptor.name, callOptions.requestId, deadline);
-        // A structured clone stands in for serialization: handlers never share objects with callers.
-        const answer = await Promise.race([handler(structuredClone(request), ctx), timeout]);
-        const [response, message] =
-          answer instanceof WithMessage ? [answer.data, answer.message] : [answer, null];
-        const data = validatorOf(descriptor.response).assert(
-          structuredClone(response),
-          `${descriptor.name} response`,
-        );
-        return { data, message } as never;
+        // A keyed call is answered once, as on the broker, when the test gave the bus kept answers.
+        const { envelope } = await answerOnce(answers, callOptions.idempotency, ctx.log, async () => {
+          // A structured clone stands in for serialization: handlers never share objects with callers.
+          const answer = await Promise.race([handler(structuredClone(request), ctx), timeout]);
+          const [response, message] =
+            answer instanceof WithMessage ? [answer.data, answer.message] : [answer, null];
+          const data = validatorOf(descriptor.response).assert(
+            structuredClone(response),
+            `${descriptor.name} response`,
+          );
+          return successReply(data, message);
+        });
+        return { data: structuredClone(envelope.data), message: envelope.message } as never;
       } catch (error) {
         throw toAppError(error);
       } finally {
@@ -76,6 +83,9 @@ export function createInMemoryBus(options: { logger?: Logger } = {}): Bus & {
     },
     async serve(descriptor, handler) {
       handlers.set(descriptor.name, handler as unknown as RpcHandler<RpcDescriptor>);
+    },
+    keepAnswers(kept) {
+      answers = kept;
     },
     async publish(descriptor, payload, publishOptions = {}) {
       validatorOf(descriptor.payload).assert(payload, `${descriptor.name} event`);

@@ -1,3 +1,4 @@
+import { createMemoryAnswers } from "@fundraise/bus/testing";
 import { ErrorCode, errors, ProjectsRpc, UsersRpc } from "@fundraise/protocol";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
@@ -86,6 +87,28 @@ describe("Idempotency-Key", () => {
     expect((await rate(3, "refused")).statusCode).toBe(409);
     expect((await rate(3, "refused")).statusCode).toBe(200);
     expect(rated).toEqual([4, 3]);
+  });
+
+  it("passes the key on with the RPC: a service that kept the answer gives it to the retry", async () => {
+    const answers = createMemoryAnswers();
+    h.bus.keepAnswers(answers);
+    // As after a 503 whose reply was lost once the write was done: the gateway's claim freed, the
+    // service's answer kept.
+    const freeKeys = async () => h.redis.del(...(await h.redis.keys(`${h.prefix}idem:*`)));
+    const first = await rate(4, "lost");
+    await freeKeys();
+    const again = await rate(4, "lost");
+    expect(again.statusCode).toBe(200);
+    expect(again.body).toBe(first.body);
+    expect(rated).toEqual([4]);
+    // Another request under the key: the service refuses it; another caller's key is another key.
+    await freeKeys();
+    const other = await rate(5, "lost");
+    expect(other.statusCode).toBe(409);
+    expect(other.headers["x-error-code"]).toBe("IDEMPOTENCY_KEY_REUSED");
+    expect((await rate(4, "lost", 6)).statusCode).toBe(200);
+    expect(rated).toEqual([4, 4]);
+    expect([...answers.kept.keys()].map((key) => key.split(":")[0])).toEqual(["u5", "u6"]);
   });
 
   it("reads ignore the key: a GET with one is answered as any other", async () => {

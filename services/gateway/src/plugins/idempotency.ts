@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { RequestKey } from "@fundraise/bus";
 import { ErrorCode, errors } from "@fundraise/protocol";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Redis } from "ioredis";
@@ -27,19 +28,28 @@ interface Claim {
 export type KeyUse =
   | { kind: "none" }
   | { kind: "replayed" }
-  | { kind: "claimed"; settle(status: number, body: string): Promise<void>; release(): Promise<void> };
+  | {
+      kind: "claimed";
+      /** Goes with the RPC: the service answers a retry whose first reply was lost (ADR 0029). */
+      requestKey: RequestKey;
+      settle(status: number, body: string): Promise<void>;
+      release(): Promise<void>;
+    };
 
 /**
  * `Idempotency-Key` on writes (behaviour.md §8; the IETF draft's semantics): the same key with the same
  * request, from the same caller, within 24 h, answers the first answer again and does nothing twice; the
  * same key with another request is 409; a request under way with it is 409 too (retry later). Kept in
  * Redis, so every replica answers alike. A failed write did nothing (writes are transactions), so a
- * failure frees the key: the retry runs, and fails alike or succeeds. The request is named by the RPC request the route built, with
- * the caller's id: for an upload, the content's CID, not the hex of its body.
+ * failure frees the key: the retry runs, and fails alike or succeeds. A 503/504 may be a reply lost after
+ * the write: the key goes with the RPC (`requestKey`), and the service answers the retry with what it kept.
+ * The request is named by the RPC request the route built, with the caller's id: for an upload, the
+ * content's CID, not the hex of its body.
  */
 export function createIdempotencyStore(redis: Redis, prefix: string) {
-  const keyOf = (scope: string, key: string) =>
-    `${prefix}idem:${scope}:${createHash("sha256").update(key).digest("base64url")}`;
+  // The key named with its caller: what the services keep answers under; Redis adds the prefix.
+  const idOf = (scope: string, key: string) =>
+    `${scope}:${createHash("sha256").update(key).digest("base64url")}`;
 
   return {
     async use(request: FastifyRequest, reply: FastifyReply, rpcRequest: unknown): Promise<KeyUse> {
@@ -52,7 +62,8 @@ export function createIdempotencyStore(redis: Redis, prefix: string) {
         );
       }
       const scope = request.caller ? `u${request.caller.userId}` : `ip${request.ip}`;
-      const key = keyOf(scope, raw);
+      const id = idOf(scope, raw);
+      const key = `${prefix}idem:${id}`;
       const { caller: _, ...rest } = (rpcRequest ?? {}) as { caller?: unknown };
       const fingerprint = createHash("sha256")
         .update(`${request.method} ${request.routeOptions.url} ${JSON.stringify(rest)}`)
@@ -82,6 +93,7 @@ export function createIdempotencyStore(redis: Redis, prefix: string) {
       }
       return {
         kind: "claimed",
+        requestKey: { key: id, fingerprint },
         async settle(status, body) {
           await redis.set(key, JSON.stringify({ fingerprint, status, body } satisfies Claim), "PX", KEPT_MS);
         },

@@ -223,10 +223,12 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
       try {
         ({ data: result, message } = await bus.callWithMessage(route.rpc, rpcRequest, {
           requestId: request.id,
+          idempotency: claimed?.requestKey,
         }));
       } catch (error) {
-        // Nothing was done (writes are transactions): the key is free for the retry. Redis down: the
-        // claim lapses by itself (CLAIM_MS), and the answer is this error, not Redis's.
+        // The key is free for the retry: a failed write did nothing (writes are transactions), and one
+        // whose reply was lost (503/504) is answered again by its service, which kept the answer with the
+        // key. Redis down: the claim lapses by itself (CLAIM_MS), and the answer is this error, not Redis's.
         await claimed
           ?.release()
           .catch((err: unknown) => request.log.warn({ err }, "Idempotency-Key not released"));

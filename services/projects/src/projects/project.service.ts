@@ -109,8 +109,9 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
         Date.now() - named.createdAt.getTime() <= RETRY_WINDOW_MS;
       const same = await projects.findByName(name);
       if (same && retried(same)) return { ...toProjectDto(same), existing: true };
-      // Cheap refusals before the upload; the transaction checks again under the queue's lock.
-      if (await projects.nameTaken(name)) throw ProjectErrors.nameTaken();
+      // Cheap refusals before the upload; the transaction checks again under the queue's lock. The name
+      // from the read above: asking again could see the first Add commit in between and refuse its retry.
+      if (same) throw ProjectErrors.nameTaken();
       await requireQueueRoom(projects, caller.address);
       const uploaded = await content.store(added, "project:add", ctx);
       try {

@@ -6,6 +6,7 @@ import { Migration20261125000000_account_changed } from "./Migration202611250000
 import { Migration20261203000000_account_version } from "./Migration20261203000000_account_version.ts";
 import { Migration20261203000100_admin_decisions } from "./Migration20261203000100_admin_decisions.ts";
 import { Migration20261204000000_outbox_trace } from "./Migration20261204000000_outbox_trace.ts";
+import { Migration20261211000000_rpc_answer } from "./Migration20261211000000_rpc_answer.ts";
 
 /** Every migration of the users schema, oldest first; applied at start-up. Never edit a committed one. */
 export const migrations = [
@@ -17,4 +18,5 @@ export const migrations = [
   { name: "Migration20261203000000_account_version", class: Migration20261203000000_account_version },
   { name: "Migration20261203000100_admin_decisions", class: Migration20261203000100_admin_decisions },
   { name: "Migration20261204000000_outbox_trace", class: Migration20261204000000_outbox_trace },
+  { name: "Migration20261211000000_rpc_answer", class: Migration20261211000000_rpc_answer },
 ];

@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createRpcAnswers, rpcAnswerDdl } from "../src/index.ts";
+import { createTestDatabase, sleep, type TestDatabase, testLogger } from "./helpers.ts";
+
+// The answers to keyed RPCs in `<schema>.rpc_answer` (a service's `bus.keepAnswers`), on the local Postgres.
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.pool.query("CREATE SCHEMA users");
+  await db.pool.query(rpcAnswerDdl("users"));
+});
+
+afterAll(async () => {
+  await db?.dispose();
+});
+
+const answersOf = (keptMs?: number) =>
+  createRpcAnswers(db.pool, { schema: "users", logger: testLogger(), ...(keptMs ? { keptMs } : {}) });
+
+describe("rpc answers", () => {
+  it("keeps the first answer of a key, as it was sent", async () => {
+    const answers = answersOf();
+    expect(await answers.find("u1:a")).toBeNull();
+    // Keys in an order jsonb would not keep; a note beside the data.
+    const envelope = { data: { zeta: 1, id: "7", alpha: [null, "x"] }, success: true, message: "noted" };
+    await answers.keep("u1:a", "f1", envelope);
+    await answers.keep("u1:a", "f2", { data: null, success: true, message: null });
+    const kept = await answers.find("u1:a");
+    expect(kept).toEqual({ fingerprint: "f1", envelope });
+    expect(Object.keys(kept?.envelope.data as object)).toEqual(["zeta", "id", "alpha"]);
+    expect(await answers.find("u2:a")).toBeNull();
+  });
+
+  it("forgets an answer past its time: not found, replaced by the next one kept, pruned", async () => {
+    await db.pool.query("DELETE FROM users.rpc_answer");
+    const answers = answersOf(200);
+    await answers.keep("u1:old", "f1", { data: 1, success: true, message: null });
+    await answers.keep("u1:gone", "f1", { data: 2, success: true, message: null });
+    await sleep(300);
+    expect(await answers.find("u1:old")).toBeNull();
+    await answers.keep("u1:old", "f2", { data: 3, success: true, message: null });
+    expect(await answers.find("u1:old")).toEqual({
+      fingerprint: "f2",
+      envelope: { data: 3, success: true, message: null },
+    });
+    expect(await answers.prune()).toBe(1);
+    const { rows } = await db.pool.query("SELECT key FROM users.rpc_answer");
+    expect(rows).toEqual([{ key: "u1:old" }]);
+  });
+
+  it("prunes a bounded batch at a time", async () => {
+    await db.pool.query(
+      `INSERT INTO users.rpc_answer (key, fingerprint, envelope, created_at)
+       SELECT 'bulk:' || n, 'f', '{"data":null,"success":true,"message":null}', now() - interval '2 days'
+       FROM generate_series(1, 1001) AS n`,
+    );
+    const answers = answersOf();
+    expect(await answers.prune()).toBe(1000);
+    expect(await answers.prune()).toBe(1);
+    expect(await answers.prune()).toBe(0);
+  });
+});
