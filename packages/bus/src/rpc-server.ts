@@ -215,8 +215,11 @@ export class RpcServer {
         decodeBody(message.content, properties.contentType),
         `${name} request`,
       );
-      reply = await answerOnce(this.answers, requestKeyOf(properties.headers), ctx.log, async () =>
-        successOf(entry.descriptor, await span.run(() => entry.handler(request, ctx)), ctx.log),
+      reply = await answerOnce(
+        entry.descriptor.answerKept ? this.answers : undefined,
+        requestKeyOf(properties.headers),
+        ctx.log,
+        async () => successOf(entry.descriptor, await span.run(() => entry.handler(request, ctx)), ctx.log),
       );
     } catch (thrown) {
       failure = failureOf(thrown, this.bus.translateError, ctx.log);

@@ -11,6 +11,12 @@ const Count = defineRpc("users.test.count", {
   request: Type.Object({ by: Type.Integer(), fail: Type.Optional(Type.Boolean()) }),
   response: Type.Object({ total: Type.Integer() }),
 });
+/** An answer that is a secret (a token): never kept at rest. */
+const Token = defineRpc("users.test.token", {
+  request: Type.Object({}),
+  response: Type.Object({ token: Type.String() }),
+  answerKept: false,
+});
 const Relay = defineRpc("users.test.relay", {
   request: Type.Object({}),
   response: Type.Object({ text: Type.String() }),
@@ -38,6 +44,10 @@ beforeAll(async () => {
     return withMessage({ total }, `added ${by}`);
   });
   await server.serve(TestRpc.echo, async ({ text }, ctx) => ({ text, requestId: ctx.requestId }));
+  await server.serve(Token, async () => {
+    runs += 1;
+    return { token: `token ${runs}` };
+  });
   // A handler that calls another RPC of the same server with its own ctx.
   await server.serve(Relay, async (_request, ctx) => {
     const { text } = await server.call(TestRpc.echo, { text: "inner" }, ctx);
@@ -70,6 +80,13 @@ describe("kept answers to keyed requests", () => {
       fingerprint: "f1",
       envelope: { data: first.data, success: true, message: "added 2" },
     });
+  });
+
+  it("keeps no answer that is a secret: a keyed retry of a sign-in runs again", async () => {
+    const first = await client.call(Token, {}, keyed("u1:t"));
+    const again = await client.call(Token, {}, keyed("u1:t"));
+    expect([first.token, again.token]).toEqual(["token 1", "token 2"]);
+    expect(answers.kept.has("u1:t")).toBe(false);
   });
 
   it("refuses the kept key with another request: 409 IDEMPOTENCY_KEY_REUSED, nothing run", async () => {

@@ -39,6 +39,7 @@ export const AuthRpc = {
     response: Type.String({ description: "the JWT" }),
     timeoutMs: 15_000,
     journal: false,
+    answerKept: false,
   }),
   register: defineRpc("auth.user.register", {
     request: Type.Object({ register: UserRegisterRequest, origin: Origin }),

@@ -22,6 +22,11 @@ export interface RpcDescriptor<Req extends TSchema = TSchema, Res extends TSchem
    */
   readonly journal: JournalMode;
   /**
+   * Whether a service keeps the answer to a call with an Idempotency-Key for its retry (ADR 0029): `true`
+   * (the default) or `false` for an answer that is a secret (a token), not to be kept at rest.
+   */
+  readonly answerKept: boolean;
+  /**
    * Whether calls made in the same turn of the caller's event loop may share one message (the bus's
    * batches). False for calls that pick the instance that serves what follows (a stream's open): a burst
    * of them must spread over the instances, not all land on the one that takes the batch.
@@ -44,7 +49,14 @@ export type PayloadOf<D extends EventDescriptor> = Static<D["payload"]>;
 
 export function defineRpc<Req extends TSchema, Res extends TSchema>(
   name: `${ServiceName}.${string}.${string}`,
-  shape: { request: Req; response: Res; timeoutMs?: number; journal?: JournalMode; batched?: boolean },
+  shape: {
+    request: Req;
+    response: Res;
+    timeoutMs?: number;
+    journal?: JournalMode;
+    answerKept?: boolean;
+    batched?: boolean;
+  },
 ): RpcDescriptor<Req, Res> {
   const service = name.slice(0, name.indexOf(".")) as ServiceName;
   return {
@@ -55,6 +67,7 @@ export function defineRpc<Req extends TSchema, Res extends TSchema>(
     response: shape.response,
     timeoutMs: shape.timeoutMs,
     journal: shape.journal ?? true,
+    answerKept: shape.answerKept ?? true,
     batched: shape.batched ?? true,
   };
 }

@@ -63,17 +63,22 @@ export function createInMemoryBus(options: { logger?: Logger } = {}): Bus & {
       try {
         const ctx = context(descriptor.name, callOptions.requestId, deadline);
         // A keyed call is answered once, as on the broker, when the test gave the bus kept answers.
-        const { envelope } = await answerOnce(answers, callOptions.idempotency, ctx.log, async () => {
-          // A structured clone stands in for serialization: handlers never share objects with callers.
-          const answer = await Promise.race([handler(structuredClone(request), ctx), timeout]);
-          const [response, message] =
-            answer instanceof WithMessage ? [answer.data, answer.message] : [answer, null];
-          const data = validatorOf(descriptor.response).assert(
-            structuredClone(response),
-            `${descriptor.name} response`,
-          );
-          return successReply(data, message);
-        });
+        const { envelope } = await answerOnce(
+          descriptor.answerKept ? answers : undefined,
+          callOptions.idempotency,
+          ctx.log,
+          async () => {
+            // A structured clone stands in for serialization: handlers never share objects with callers.
+            const answer = await Promise.race([handler(structuredClone(request), ctx), timeout]);
+            const [response, message] =
+              answer instanceof WithMessage ? [answer.data, answer.message] : [answer, null];
+            const data = validatorOf(descriptor.response).assert(
+              structuredClone(response),
+              `${descriptor.name} response`,
+            );
+            return successReply(data, message);
+          },
+        );
         return { data: structuredClone(envelope.data), message: envelope.message } as never;
       } catch (error) {
         throw toAppError(error);
