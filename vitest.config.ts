@@ -7,7 +7,7 @@ const jsonReport = process.env.VITEST_JSON_REPORT;
 export default defineConfig({
   test: {
     // Most files wait on Postgres, RabbitMQ, Redis or anvil far more than they compute: three files at a
-    // time on two cores (vitest's default there is one) took the suite from 620 s to 444 s. Vitest 5 runs
+    // time on two cores (vitest's default there is one) took the suite from 620 s to 444 s (509 s with e2e/'s files one at a time, as they must be). Vitest 5 runs
     // the projects' files with it only when it comes from the command line: `pnpm test:all` passes
     // `--maxWorkers=3` (here alone, the gateway's files took 50 s, as with one worker; with the flag, 30 s).
     maxWorkers: 3,
