@@ -46,7 +46,14 @@ function system(options: { maxBufferedBytes?: number } = {}) {
     before: { viewerAccepted: boolean; status: string; memberIds: number[] } | null,
     messageId?: string,
   ) => log.append(CHANGED, { projectId, change, before }, messageId);
-  return { log, hub, project, change, sessions, viewsCalls: () => viewsCalls };
+  /** users' role-changed event: `changedBy` an admin's id (revokes the user's earlier tokens) or "chain". */
+  const roleChanged = (
+    userId: number,
+    from: UserRole,
+    to: UserRole,
+    by: { changedBy: string; version: number },
+  ) => log.append("users.user.role-changed", { userId, role: to, previousRole: from, ...by });
+  return { log, hub, project, change, roleChanged, sessions, viewsCalls: () => viewsCalls };
 }
 
 const person = (userId: number, role: UserRole): Caller => ({
@@ -162,13 +169,7 @@ describe("live hub: visibility per subscriber (behaviour.md §4)", () => {
 
     // The chain made Ada Whitelist: her tokens still speak for her, with the new role at once.
     s.sessions.set(1, { role: "Whitelist", version: 2, revokedBelow: 0, deleted: false });
-    await s.log.append("users.user.role-changed", {
-      userId: 1,
-      role: "Whitelist",
-      previousRole: "Base",
-      changedBy: "chain",
-      version: 2,
-    });
+    await s.roleChanged(1, "Base", "Whitelist", { changedBy: "chain", version: 2 });
     s.project(4, { viewerAccepted: true, status: "Pending" });
     await s.change(4, "viewer-accepted", { ...pending, memberIds: [] });
     expect(
@@ -181,13 +182,7 @@ describe("live hub: visibility per subscriber (behaviour.md §4)", () => {
 
     // An admin demoted Bob: tokens issued before are revoked; his stream hears why, then ends.
     s.sessions.set(2, { role: "Base", version: 3, revokedBelow: 3, deleted: false });
-    await s.log.append("users.user.role-changed", {
-      userId: 2,
-      role: "Base",
-      previousRole: "Viewer",
-      changedBy: "9",
-      version: 3,
-    });
+    await s.roleChanged(2, "Viewer", "Base", { changedBy: "9", version: 3 });
     expect(bob.messages().at(-1)).toMatchObject({ event: "role", role: "Base", previousRole: "Viewer" });
     expect(bob.state.ended).toBe(true);
     expect(s.hub.size).toBe(1);
@@ -200,13 +195,7 @@ describe("live hub: visibility per subscriber (behaviour.md §4)", () => {
     s.hub.subscribe(as(person(3, "Viewer")), carol.connection, undefined);
     // The event beat users' session update to Redis: the session still reads as before the change.
     s.sessions.set(3, { role: "Viewer", version: 1, revokedBelow: 0, deleted: false });
-    await s.log.append("users.user.role-changed", {
-      userId: 3,
-      role: "Base",
-      previousRole: "Viewer",
-      changedBy: "9",
-      version: 2,
-    });
+    await s.roleChanged(3, "Viewer", "Base", { changedBy: "9", version: 2 });
     expect(carol.messages()).toEqual([{ event: "role", id: "0", role: "Base", previousRole: "Viewer" }]);
     expect(carol.state.ended).toBe(true);
     expect(s.hub.size).toBe(0);
