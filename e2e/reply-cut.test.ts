@@ -83,6 +83,8 @@ afterAll(async () => {
 interface Answer<D = { projectID?: number }> {
   status: number;
   code: string | null;
+  /** The `Idempotent-Replayed` header: "true" when the answer is a kept first answer. */
+  replayed: string | null;
   body: { success?: boolean; data?: D | null } | null;
 }
 
@@ -108,6 +110,7 @@ async function write<A extends Answer<unknown>>(
   return {
     status: res.status,
     code: res.headers.get("x-error-code"),
+    replayed: res.headers.get("idempotent-replayed"),
     body: (await res.json()) as A["body"],
   } as A;
 }
@@ -267,6 +270,7 @@ describe("an invitation whose reply is lost after its answer was kept, retried w
 
         const again = await retry<Answer<string>>(body, key, "/user/invite");
         expect(again.status, JSON.stringify(again)).toBe(201);
+        expect(again.replayed).toBe("true");
         const { rows } = await db.query<{ id: number }>(
           "select id from projects.permission where project_id = $1 and user_id = $2",
           [projectID, invitee.userId],

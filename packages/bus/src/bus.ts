@@ -79,6 +79,8 @@ export const withMessage = <T>(data: T, message: string): WithMessage<T> => new 
 export interface Answer<T> {
   data: T;
   message: string | null;
+  /** Set when the service answered with the first answer it kept for the request's Idempotency-Key. */
+  replayed?: true;
 }
 
 export type RpcHandler<D extends RpcDescriptor> = (

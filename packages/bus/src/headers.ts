@@ -25,6 +25,8 @@ export const Header = {
   IDEMPOTENCY_KEY: "x-idempotency-key",
   /** What the keyed request asked: another request under the same key is refused. */
   REQUEST_FINGERPRINT: "x-request-fingerprint",
+  /** On a reply: the first answer a service kept for the request's key, sent again (rpc-answers.ts). */
+  REPLAYED: "x-replayed",
 } as const;
 
 export const MESSAGE_KINDS = ["event", "rpc-request", "rpc-reply"] as const;
@@ -120,7 +122,7 @@ function safeJson(value: unknown): string | undefined {
 export function readReply(
   envelope: unknown,
   headers: Headers | undefined,
-): { data: unknown; message: string | null } | { error: AppError } {
+): { data: unknown; message: string | null; replayed?: true } | { error: AppError } {
   const kind = stringHeader(headers, Header.ERROR_KIND);
   const body = isEnvelope(envelope) ? envelope : undefined;
   if (kind !== undefined || body?.success === false) {
@@ -147,7 +149,11 @@ export function readReply(
   if (!body) {
     return { error: new AppError("internal", ErrorCode.INTERNAL, "The reply is not a response envelope.") };
   }
-  return { data: body.data, message: typeof body.message === "string" ? body.message : null };
+  return {
+    data: body.data,
+    message: typeof body.message === "string" ? body.message : null,
+    ...(stringHeader(headers, Header.REPLAYED) === undefined ? {} : { replayed: true as const }),
+  };
 }
 
 function isEnvelope(value: unknown): value is Envelope<unknown> {

@@ -42,8 +42,8 @@ export function requestKeyOf(headers: Headers | undefined): RequestKey | undefin
 }
 
 /**
- * The reply to a request: for a keyed one whose answer is kept, that answer again, without running
- * `handle`; the kept key with another request, 409 IDEMPOTENCY_KEY_REUSED. Otherwise `handle`'s reply;
+ * The reply to a request: for a keyed one whose answer is kept, that answer again (marked `x-replayed`,
+ * which the gateway answers as `Idempotent-Replayed: true`), without running `handle`; the kept key with another request, 409 IDEMPOTENCY_KEY_REUSED. Otherwise `handle`'s reply;
  * a keyed success is kept before it goes out (its reply may be the one that is lost). A failure keeps
  * nothing: a failed write did nothing (writes are transactions), so the retry runs it. There is no claim:
  * two runs of one key at once both run, and the write meets itself as without a key.
@@ -64,7 +64,7 @@ export async function answerOnce(
       );
     }
     log.info("keyed request answered with its kept answer");
-    return { envelope: kept.envelope, headers: {} };
+    return { envelope: kept.envelope, headers: { [Header.REPLAYED]: "true" } };
   }
   const reply = await handle();
   try {

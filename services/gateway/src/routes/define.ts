@@ -220,8 +220,13 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
       const claimed = keyUse?.kind === "claimed" ? keyUse : null;
       let result: ResponseOf<D>;
       let message: string | null;
+      let replayed: true | undefined;
       try {
-        ({ data: result, message } = await bus.callWithMessage(route.rpc, rpcRequest, {
+        ({
+          data: result,
+          message,
+          replayed,
+        } = await bus.callWithMessage(route.rpc, rpcRequest, {
           requestId: request.id,
           idempotency: claimed?.requestKey,
         }));
@@ -259,6 +264,8 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
         await claimed
           .settle(answered, text)
           .catch((err: unknown) => request.log.warn({ err }, "Idempotency-Key answer not kept"));
+        // The service's kept first answer (the first reply was lost): a replay, as the gateway's own are.
+        if (replayed) reply.header("idempotent-replayed", "true");
         return reply.type("application/json; charset=utf-8").send(text);
       }
       return reply.code(answered).send(body);
