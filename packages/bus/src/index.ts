@@ -42,7 +42,7 @@ export {
   retryDelay,
   retryDelays,
 } from "./retry.ts";
-export type { KeptAnswer, RequestKey, RpcAnswers } from "./rpc-answers.ts";
+export type { KeptAnswer, KeyClaim, RequestKey, RpcAnswers } from "./rpc-answers.ts";
 export {
   deadLetterQueueOf,
   Exchanges,

@@ -21,11 +21,21 @@ export interface KeptAnswer {
   envelope: Envelope<unknown>;
 }
 
+/** What a keyed request finds when it claims its key. */
+export type KeyClaim =
+  | { kind: "claimed" }
+  | { kind: "kept"; answer: KeptAnswer }
+  /** Another run of the key is under way (its claim lapses by itself if that run never ends). */
+  | { kind: "held"; fingerprint: string };
+
 /** Where a service keeps its answers to keyed requests (@fundraise/outbox `createRpcAnswers`: a table). */
 export interface RpcAnswers {
-  find(key: string): Promise<KeptAnswer | null>;
-  /** Keeps a success's answer; a key already kept keeps its first answer. */
+  /** Claims `key` for one run of the request, unless an answer is kept under it or a run holds it. */
+  claim(key: string, fingerprint: string): Promise<KeyClaim>;
+  /** Keeps a success's answer under the key this run claimed. */
   keep(key: string, fingerprint: string, envelope: Envelope<unknown>): Promise<void>;
+  /** Frees the key this run claimed: the run failed, and a failed write did nothing. */
+  release(key: string): Promise<void>;
 }
 
 /** The headers that carry `key` with a request (none without one). */
@@ -42,11 +52,12 @@ export function requestKeyOf(headers: Headers | undefined): RequestKey | undefin
 }
 
 /**
- * The reply to a request: for a keyed one whose answer is kept, that answer again (marked `x-replayed`,
- * which the gateway answers as `Idempotent-Replayed: true`), without running `handle`; the kept key with another request, 409 IDEMPOTENCY_KEY_REUSED. Otherwise `handle`'s reply;
- * a keyed success is kept before it goes out (its reply may be the one that is lost). A failure keeps
- * nothing: a failed write did nothing (writes are transactions), so the retry runs it. There is no claim:
- * two runs of one key at once both run, and the write meets itself as without a key.
+ * The reply to a request: a keyed one claims its key first, so that one run at a time does the write,
+ * wherever the copies arrive. A key whose answer is kept gets that answer again (marked `x-replayed`,
+ * which the gateway answers as `Idempotent-Replayed: true`) without running `handle`; a key that a run
+ * holds, 409 IDEMPOTENCY_KEY_IN_USE (retry once it has answered); either with another request, 409
+ * IDEMPOTENCY_KEY_REUSED. Otherwise `handle`'s reply: a success is kept before it goes out (its reply may
+ * be the one that is lost), a failure frees the key (a failed write did nothing: the retry runs it).
  */
 export async function answerOnce(
   answers: RpcAnswers | undefined,
@@ -55,22 +66,39 @@ export async function answerOnce(
   handle: () => Promise<ReplyParts>,
 ): Promise<ReplyParts> {
   if (!answers || !key) return handle();
-  const kept = await answers.find(key.key);
-  if (kept) {
-    if (kept.fingerprint !== key.fingerprint) {
+  const found = await answers.claim(key.key, key.fingerprint);
+  if (found.kind !== "claimed") {
+    const fingerprint = found.kind === "kept" ? found.answer.fingerprint : found.fingerprint;
+    if (fingerprint !== key.fingerprint) {
       throw errors.conflict(
         ErrorCode.IDEMPOTENCY_KEY_REUSED,
         "This Idempotency-Key was used for another request; use a new key.",
       );
     }
+    if (found.kind === "held") {
+      throw errors.conflict(
+        ErrorCode.IDEMPOTENCY_KEY_IN_USE,
+        "A request with this Idempotency-Key is under way; retry once it has answered.",
+      );
+    }
     log.info("keyed request answered with its kept answer");
-    return { envelope: kept.envelope, headers: { [Header.REPLAYED]: "true" } };
+    return { envelope: found.answer.envelope, headers: { [Header.REPLAYED]: "true" } };
   }
-  const reply = await handle();
+  let reply: ReplyParts;
+  try {
+    reply = await handle();
+  } catch (error) {
+    // Not freed (the store is down): the claim lapses by itself, and the retry waits for it.
+    await answers
+      .release(key.key)
+      .catch((err: unknown) => log.warn({ err }, "keyed request's claim not freed"));
+    throw error;
+  }
   try {
     await answers.keep(key.key, key.fingerprint, reply.envelope);
   } catch (err) {
-    // The write is done: it is answered all the same, and a retry after a lost reply runs it again.
+    // The write is done: it is answered all the same; a retry after a lost reply waits for the claim to
+    // lapse, then runs it again and meets it as a write without a key.
     log.warn({ err }, "answer to a keyed request not kept");
   }
   return reply;

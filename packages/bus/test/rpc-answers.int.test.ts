@@ -2,7 +2,7 @@ import { defineRpc, ErrorCode, errors } from "@fundraise/protocol";
 import Type from "typebox";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type AmqpBus, createAmqpBus, type RequestKey, withMessage } from "../src/index.ts";
-import { createMemoryAnswers, createTestVhost, type TestVhost } from "../src/testing/index.ts";
+import { createMemoryAnswers, createTestVhost, type TestVhost, waitFor } from "../src/testing/index.ts";
 import { rejection, TestRpc, testLogger } from "./helpers/index.ts";
 
 // A server that keeps answers (rpc-answers.ts, ADR 0029): a keyed request is answered once, whatever
@@ -21,6 +21,12 @@ const Relay = defineRpc("users.test.relay", {
   request: Type.Object({}),
   response: Type.Object({ text: Type.String() }),
 });
+/** A write that waits for the test to let it finish (`release`), to have copies of it arrive meanwhile. */
+const Slow = defineRpc("users.test.slow", {
+  request: Type.Object({ fail: Type.Optional(Type.Boolean()) }),
+  response: Type.Object({ run: Type.Integer() }),
+});
+let release: () => void = () => undefined;
 
 let vhost: TestVhost;
 let client: AmqpBus;
@@ -48,6 +54,14 @@ beforeAll(async () => {
     runs += 1;
     return { token: `token ${runs}` };
   });
+  await server.serve(Slow, async ({ fail }) => {
+    const run = ++runs;
+    await new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    if (fail) throw errors.conflict(ErrorCode.INVITATION_EXISTS, "already invited");
+    return { run };
+  });
   // A handler that calls another RPC of the same server with its own ctx.
   await server.serve(Relay, async (_request, ctx) => {
     const { text } = await server.call(TestRpc.echo, { text: "inner" }, ctx);
@@ -62,6 +76,7 @@ afterAll(async () => {
 
 beforeEach(() => {
   answers.kept.clear();
+  answers.held.clear();
   runs = 0;
 });
 
@@ -132,6 +147,37 @@ describe("kept answers to keyed requests", () => {
       b,
     ]);
     expect(answers.kept.get("u2:e")?.fingerprint).toBe("f9");
+  });
+
+  it("runs one copy of a keyed request at a time: a copy that arrives meanwhile is 409 IN_USE", async () => {
+    const first = client.call(Slow, {}, keyed("u1:g"));
+    await waitFor(async () => runs === 1, 5_000, "the first run");
+    for (let copy = 0; copy < 5; copy++) {
+      const error = await rejection(client.call(Slow, {}, keyed("u1:g")));
+      expect(error).toMatchObject({ kind: "conflict", code: ErrorCode.IDEMPOTENCY_KEY_IN_USE });
+    }
+    // Another request under the key is refused as such, also while the key is held.
+    const other = await rejection(client.call(Slow, { fail: true }, keyed("u1:g", "f2")));
+    expect(other).toMatchObject({ kind: "conflict", code: ErrorCode.IDEMPOTENCY_KEY_REUSED });
+    release();
+    expect(await first).toEqual({ run: 1 });
+    expect(await client.callWithMessage(Slow, {}, keyed("u1:g"))).toEqual({
+      data: { run: 1 },
+      message: null,
+      replayed: true,
+    });
+    expect(runs).toBe(1);
+  });
+
+  it("frees the key of a run that failed: the copy waiting for it runs", async () => {
+    const first = rejection(client.call(Slow, { fail: true }, keyed("u1:h")));
+    await waitFor(async () => runs === 1, 5_000, "the first run");
+    release();
+    expect(await first).toMatchObject({ code: ErrorCode.INVITATION_EXISTS });
+    const again = client.call(Slow, {}, keyed("u1:h"));
+    await waitFor(async () => runs === 2, 5_000, "the second run");
+    release();
+    expect(await again).toEqual({ run: 2 });
   });
 
   it("does not pass the key on to the calls a handler makes with its ctx", async () => {

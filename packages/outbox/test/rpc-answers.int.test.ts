@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRpcAnswers, rpcAnswerDdl } from "../src/index.ts";
+import { createRpcAnswers, rpcAnswerClaimDdl, rpcAnswerDdl } from "../src/index.ts";
 import { createTestDatabase, sleep, type TestDatabase, testLogger } from "./helpers.ts";
 
 // The answers to keyed RPCs in `<schema>.rpc_answer` (a service's `bus.keepAnswers`), on the local Postgres.
@@ -9,14 +9,21 @@ beforeAll(async () => {
   db = await createTestDatabase();
   await db.pool.query("CREATE SCHEMA users");
   await db.pool.query(rpcAnswerDdl("users"));
+  await db.pool.query(rpcAnswerClaimDdl("users"));
 });
 
 afterAll(async () => {
   await db?.dispose();
 });
 
-const answersOf = (keptMs?: number) =>
-  createRpcAnswers(db.pool, { schema: "users", logger: testLogger(), ...(keptMs ? { keptMs } : {}) });
+const answersOf = (keptMs?: number, claimMs?: number) =>
+  createRpcAnswers(db.pool, {
+    schema: "users",
+    logger: testLogger(),
+    ...(keptMs ? { keptMs } : {}),
+    ...(claimMs ? { claimMs } : {}),
+  });
+const ok = (data: unknown) => ({ data, success: true, message: null });
 
 describe("rpc answers", () => {
   it("keeps the first answer of a key, as it was sent", async () => {
@@ -28,7 +35,11 @@ describe("rpc answers", () => {
     await answers.keep("u1:a", "f2", { data: null, success: true, message: null });
     const kept = await answers.find("u1:a");
     expect(kept).toEqual({ fingerprint: "f1", envelope });
-    expect(Object.keys(kept?.envelope.data as object)).toEqual(["zeta", "id", "alpha"]);
+    expect(Object.keys((kept as { envelope: { data: object } }).envelope.data)).toEqual([
+      "zeta",
+      "id",
+      "alpha",
+    ]);
     expect(await answers.find("u2:a")).toBeNull();
   });
 
@@ -47,6 +58,38 @@ describe("rpc answers", () => {
     expect(await answers.prune()).toBe(1);
     const { rows } = await db.pool.query("SELECT key FROM users.rpc_answer");
     expect(rows).toEqual([{ key: "u1:old" }]);
+  });
+
+  it("lets one run at a time hold a key: the others find it held, then its answer", async () => {
+    const answers = answersOf();
+    // Ten copies of one request at once, as replicas and retries would bring them: one claims.
+    const found = await Promise.all(Array.from({ length: 10 }, () => answers.claim("u3:a", "f1")));
+    expect(found.filter((f) => f.kind === "claimed")).toHaveLength(1);
+    expect(found.filter((f) => f.kind === "held")).toEqual(
+      Array(9).fill({ kind: "held", fingerprint: "f1" }),
+    );
+    expect(await answers.claim("u3:a", "f2")).toEqual({ kind: "held", fingerprint: "f1" });
+    await answers.keep("u3:a", "f1", ok(7));
+    expect(await answers.claim("u3:a", "f1")).toEqual({
+      kind: "kept",
+      answer: { fingerprint: "f1", envelope: ok(7) },
+    });
+  });
+
+  it("frees a key its run released (a failure), and one whose run never ended once the claim lapsed", async () => {
+    const answers = answersOf(undefined, 300);
+    expect(await answers.claim("u3:b", "f1")).toEqual({ kind: "claimed" });
+    await answers.release("u3:b");
+    expect(await answers.claim("u3:b", "f1")).toEqual({ kind: "claimed" });
+    expect(await answers.claim("u3:b", "f1")).toEqual({ kind: "held", fingerprint: "f1" });
+    await sleep(400);
+    // The run that held it crashed: the next copy claims it, and its answer is the one kept.
+    expect(await answers.claim("u3:b", "f1")).toEqual({ kind: "claimed" });
+    await answers.keep("u3:b", "f1", ok("second"));
+    expect(await answers.find("u3:b")).toEqual({ fingerprint: "f1", envelope: ok("second") });
+    // Releasing never drops an answer.
+    await answers.release("u3:b");
+    expect(await answers.find("u3:b")).toEqual({ fingerprint: "f1", envelope: ok("second") });
   });
 
   it("prunes a bounded batch at a time", async () => {

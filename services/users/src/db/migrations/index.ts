@@ -7,6 +7,7 @@ import { Migration20261203000000_account_version } from "./Migration202612030000
 import { Migration20261203000100_admin_decisions } from "./Migration20261203000100_admin_decisions.ts";
 import { Migration20261204000000_outbox_trace } from "./Migration20261204000000_outbox_trace.ts";
 import { Migration20261211000000_rpc_answer } from "./Migration20261211000000_rpc_answer.ts";
+import { Migration20261212000000_rpc_answer_claim } from "./Migration20261212000000_rpc_answer_claim.ts";
 
 /** Every migration of the users schema, oldest first; applied at start-up. Never edit a committed one. */
 export const migrations = [
@@ -19,4 +20,5 @@ export const migrations = [
   { name: "Migration20261203000100_admin_decisions", class: Migration20261203000100_admin_decisions },
   { name: "Migration20261204000000_outbox_trace", class: Migration20261204000000_outbox_trace },
   { name: "Migration20261211000000_rpc_answer", class: Migration20261211000000_rpc_answer },
+  { name: "Migration20261212000000_rpc_answer_claim", class: Migration20261212000000_rpc_answer_claim },
 ];
