@@ -20,5 +20,11 @@ export {
   withTraceparent,
 } from "./outbox.ts";
 export { createOutboxRelay, type OutboxRelay, type OutboxRelayOptions } from "./relay.ts";
-export { createRpcAnswers, type RpcAnswersOptions, rpcAnswerClaimDdl, rpcAnswerDdl } from "./rpc-answers.ts";
+export {
+  createRpcAnswers,
+  type RpcAnswersOptions,
+  rpcAnswerClaimDdl,
+  rpcAnswerClaimUndoDdl,
+  rpcAnswerDdl,
+} from "./rpc-answers.ts";
 export type { SqlClient, SqlExecutor, SqlPool } from "./sql.ts";

@@ -31,6 +31,15 @@ ALTER TABLE ${s}.rpc_answer ADD COLUMN IF NOT EXISTS claimed_until timestamptz;
 `;
 }
 
+/** Undoes `rpcAnswerClaimDdl` (a migration's `down`): the claims under way are dropped with it. */
+export function rpcAnswerClaimUndoDdl(schema = "public"): string {
+  const s = checkSchema(schema);
+  return `DELETE FROM ${s}.rpc_answer WHERE envelope IS NULL;
+ALTER TABLE ${s}.rpc_answer DROP COLUMN IF EXISTS claimed_until;
+ALTER TABLE ${s}.rpc_answer ALTER COLUMN envelope SET NOT NULL;
+`;
+}
+
 export interface RpcAnswersOptions {
   schema?: string;
   /** How long an answer is kept (default 24 h, the gateway's own keeping of the key's answer). */

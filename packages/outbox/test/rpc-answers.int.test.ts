@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRpcAnswers, rpcAnswerClaimDdl, rpcAnswerDdl } from "../src/index.ts";
+import { createRpcAnswers, rpcAnswerClaimDdl, rpcAnswerClaimUndoDdl, rpcAnswerDdl } from "../src/index.ts";
 import { createTestDatabase, sleep, type TestDatabase, testLogger } from "./helpers.ts";
 
 // The answers to keyed RPCs in `<schema>.rpc_answer` (a service's `bus.keepAnswers`), on the local Postgres.
@@ -90,6 +90,19 @@ describe("rpc answers", () => {
     // Releasing never drops an answer.
     await answers.release("u3:b");
     expect(await answers.find("u3:b")).toEqual({ fingerprint: "f1", envelope: ok("second") });
+  });
+
+  it("undoes the claims' migration and applies it again (down, up): answers stay, claims under way go", async () => {
+    await db.pool.query("CREATE SCHEMA redo");
+    await db.pool.query(rpcAnswerDdl("redo") + rpcAnswerClaimDdl("redo"));
+    const answers = createRpcAnswers(db.pool, { schema: "redo", logger: testLogger() });
+    await answers.keep("u4:a", "f1", ok(1));
+    expect(await answers.claim("u4:b", "f1")).toEqual({ kind: "claimed" });
+    await db.pool.query(rpcAnswerClaimUndoDdl("redo"));
+    const { rows } = await db.pool.query("SELECT key FROM redo.rpc_answer");
+    expect(rows).toEqual([{ key: "u4:a" }]);
+    await db.pool.query(rpcAnswerClaimDdl("redo"));
+    expect(await answers.claim("u4:b", "f1")).toEqual({ kind: "claimed" });
   });
 
   it("prunes a bounded batch at a time", async () => {

@@ -1,4 +1,4 @@
-import { rpcAnswerClaimDdl } from "@fundraise/outbox";
+import { rpcAnswerClaimDdl, rpcAnswerClaimUndoDdl } from "@fundraise/outbox";
 import { Migration } from "@mikro-orm/migrations";
 import { USERS_SCHEMA as SCHEMA } from "../../users/user.repository.ts";
 
@@ -9,8 +9,6 @@ export class Migration20261212000000_rpc_answer_claim extends Migration {
   }
 
   override async down(): Promise<void> {
-    this.addSql(`delete from ${SCHEMA}.rpc_answer where envelope is null`);
-    this.addSql(`alter table ${SCHEMA}.rpc_answer drop column if exists claimed_until`);
-    this.addSql(`alter table ${SCHEMA}.rpc_answer alter column envelope set not null`);
+    this.addSql(rpcAnswerClaimUndoDdl(SCHEMA));
   }
 }
