@@ -42,6 +42,16 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       const cleanup = new pg.Client({ connectionString: ADMIN_URL });
       await cleanup.connect();
       try {
+        // The pool's sockets close after `end` resolves: a forced drop before the server saw them go
+        // terminates them, and a client that is ending reports that as an unhandled error.
+        for (let waited = 0; waited < 2_000; waited += 20) {
+          const { rows } = await cleanup.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1",
+            [name],
+          );
+          if (rows[0]?.n === 0) break;
+          await sleep(20);
+        }
         await cleanup.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       } finally {
         await cleanup.end();
