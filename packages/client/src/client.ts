@@ -6,6 +6,7 @@ import createFetchClient, {
 } from "openapi-fetch";
 import { ApiError, isRecord } from "./errors.ts";
 import type { paths } from "./generated/schema.ts";
+import { isRetryable, keysWrites, type RetryOptions, retryPolicy, sleep, waitBefore } from "./retry.ts";
 import { openStream, type SubscribeHandlers, type SubscribeOptions, type Subscription } from "./subscribe.ts";
 
 export type { paths } from "./generated/schema.ts";
@@ -49,6 +50,12 @@ export interface ClientOptions {
   fetch?: (request: Request) => Promise<Response>;
   /** Headers for every call and the stream. */
   headers?: Record<string, string>;
+  /**
+   * Sending a call again after a lost or "not now" answer (502, 503, 504, 409 IDEMPOTENCY_KEY_IN_USE):
+   * reads, and writes with their `Idempotency-Key`, which the client gives each write (except sign-up
+   * and sign-in) unless the call brings its own, so a write sent again is done once. `false`: never.
+   */
+  retry?: RetryOptions | false;
 }
 
 export interface FundraiseClient {
@@ -86,6 +93,10 @@ export function createClient(options: ClientOptions): FundraiseClient {
     },
   });
 
+  const policy = retryPolicy(options.retry);
+  const hasKey = (h: unknown) =>
+    isRecord(h) && Object.keys(h).some((name) => name.toLowerCase() === "idempotency-key");
+
   const call =
     <M extends HttpMethod>(method: M): Call<M> =>
     async (path, ...init) => {
@@ -94,10 +105,35 @@ export function createClient(options: ClientOptions): FundraiseClient {
         path: string,
         init?: unknown,
       ) => Promise<{ data?: unknown; error?: unknown; response: Response }>;
-      const { data, error, response } = await request(method, path, init[0]);
-      if (!response.ok) throw ApiError.of(response, error);
-      if (isEnvelope(data) && !data.success) throw ApiError.of(response, data);
-      return (isEnvelope(data) ? data.data : data) as never;
+      const given = init[0] as { headers?: Record<string, string> } | undefined;
+      // One key for every send of this call: the gateway does the write once, and answers it again.
+      const autoKey =
+        policy.attempts > 1 && keysWrites(method, path) && !hasKey(given?.headers) && !hasKey(headers);
+      const sent = autoKey
+        ? { ...given, headers: { ...given?.headers, "idempotency-key": globalThis.crypto.randomUUID() } }
+        : given;
+      const safe = method === "get" || autoKey || hasKey(given?.headers) || hasKey(headers);
+      for (let attempt = 1; ; attempt++) {
+        const again = safe && attempt < policy.attempts;
+        let answer: Awaited<ReturnType<typeof request>>;
+        try {
+          answer = await request(method, path, sent);
+        } catch (error) {
+          // No answer (the network): the call may have arrived; sent again only when that is safe.
+          if (!again) throw error;
+          await sleep(waitBefore(attempt, policy, null));
+          continue;
+        }
+        const { data, error, response } = answer;
+        const failure = !response.ok
+          ? ApiError.of(response, error)
+          : isEnvelope(data) && !data.success
+            ? ApiError.of(response, data)
+            : null;
+        if (!failure) return (isEnvelope(data) ? data.data : data) as never;
+        if (!again || !isRetryable(failure.status, failure.code)) throw failure;
+        await sleep(waitBefore(attempt, policy, response.headers.get("retry-after")));
+      }
     };
 
   return {

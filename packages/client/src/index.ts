@@ -22,6 +22,7 @@ export type {
   UserDTO,
   UserRole,
 } from "./messages.ts";
+export type { RetryOptions } from "./retry.ts";
 export type {
   MessageHandlers,
   MessageMeta,

@@ -11,6 +11,8 @@ let h: Harness;
 let baseUrl: string;
 let token: string;
 const seen: Record<string, unknown> = {};
+/** How often a write or read of a name or id ran. */
+const runs = new Map<string, number>();
 
 beforeAll(async () => {
   h = await createHarness({ AUTH_RATE_LIMIT_PER_MINUTE: "1000" });
@@ -25,14 +27,27 @@ beforeAll(async () => {
   await h.bus.serve(ProjectsRpc.list, async () => [projectDto(1), projectDto(2)]);
   await h.bus.serve(ProjectsRpc.get, async ({ id }) => {
     if (id === 404) throw errors.notFound(ErrorCode.PROJECT_NOT_FOUND, "No such project.");
+    // A service away for its first two reads of this id.
+    if (id >= 500 && (runs.set(`get ${id}`, (runs.get(`get ${id}`) ?? 0) + 1).get(`get ${id}`) ?? 0) <= 2) {
+      throw errors.unavailable(ErrorCode.SERVICE_UNAVAILABLE, "The projects service is not available.");
+    }
     return projectDto(id);
   });
   await h.bus.serve(ProjectsRpc.add, async ({ project }) => {
     seen.add = project;
-    if (project.projectName === "taken") {
+    const name = project.projectName;
+    const run = (runs.get(name) ?? 0) + 1;
+    runs.set(name, run);
+    if (name === "taken") {
       throw errors.conflict(ErrorCode.PROJECT_NAME_TAKEN, "A project with this name exists.");
     }
-    return projectDto(9, { projectName: project.projectName });
+    // "flaky N": the service is away for the first N runs (a 503 that did nothing).
+    if (name.startsWith("flaky") && run <= Number(name.split(" ")[1])) {
+      throw errors.unavailable(ErrorCode.SERVICE_UNAVAILABLE, "The projects service is not available.");
+    }
+    // "slow": the first run waits for the test, while copies of the call arrive.
+    if (name.startsWith("slow") && run === 1) await new Promise((resolve) => setTimeout(resolve, 300));
+    return projectDto(name === "slow 1" || name.startsWith("flaky") ? 100 + run : 9, { projectName: name });
   });
   const address = await h.app.listen({ port: 0, host: "127.0.0.1" });
   baseUrl = address;
@@ -181,5 +196,87 @@ describe("errors: one ApiError with the status, the envelope's message, the code
     const raw = await client.raw.GET("/user/learnusercount");
     expect(raw.response.headers.get("x-request-id")).toBe("client-test-1");
     expect(raw.data).toEqual({ data: 3, success: true, message: null });
+  });
+});
+
+describe("sending a call again (retry)", () => {
+  /** A client whose sends are recorded, with short waits between them. */
+  const recording = (extra: Parameters<typeof createClient>[0] = { baseUrl }) => {
+    const sent: Request[] = [];
+    const client = createClient({
+      token,
+      retry: { delayMs: 10 },
+      ...extra,
+      fetch: (request) => {
+        sent.push(request.clone());
+        return fetch(request);
+      },
+    });
+    return { client, sent };
+  };
+  const fileHex = Buffer.from("a whitepaper").toString("hex");
+
+  it("sends a write again after 503s with one Idempotency-Key: done once, its answer", async () => {
+    const { client, sent } = recording();
+    const project = await client.POST("/Project/Add", { body: { projectName: "flaky 2", fileHex } });
+    expect(project?.projectName).toBe("flaky 2");
+    expect(runs.get("flaky 2")).toBe(3);
+    const keys = sent.map((request) => request.headers.get("idempotency-key"));
+    expect(keys).toHaveLength(3);
+    expect(new Set(keys).size).toBe(1);
+    expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("a copy of a write under way (409 IDEMPOTENCY_KEY_IN_USE) waits for it and answers its first answer", async () => {
+    const a = recording();
+    const b = recording({ baseUrl, retry: { attempts: 10, delayMs: 50 } });
+    const headers = { "idempotency-key": `slow-${Date.now()}` };
+    const first = a.client.POST("/Project/Add", { body: { projectName: "slow 1", fileHex }, headers });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const copy = await b.client.POST("/Project/Add", { body: { projectName: "slow 1", fileHex }, headers });
+    expect(copy).toEqual(await first);
+    expect(runs.get("slow 1")).toBe(1);
+    expect(b.sent.length).toBeGreaterThan(1);
+  });
+
+  it("sends a read again after 503s", async () => {
+    const { client, sent } = recording();
+    expect(await client.GET("/Project/Get/{id}", { params: { path: { id: 501 } } })).toMatchObject({
+      projectID: 501,
+    });
+    expect(sent).toHaveLength(3);
+  });
+
+  it("gives up after its attempts, and never sends a refusal again", async () => {
+    const { client, sent } = recording({ baseUrl, retry: { attempts: 2, delayMs: 10 } });
+    await expect(
+      client.POST("/Project/Add", { body: { projectName: "flaky 5", fileHex } }),
+    ).rejects.toMatchObject({
+      status: 503,
+    });
+    expect(sent).toHaveLength(2);
+    await expect(
+      client.POST("/Project/Add", { body: { projectName: "taken", fileHex } }),
+    ).rejects.toMatchObject({
+      status: 409,
+      code: ErrorCode.PROJECT_NAME_TAKEN,
+    });
+    expect(sent).toHaveLength(3);
+  });
+
+  it("retry: false sends once and adds no key; sign-in gets no key of the client's", async () => {
+    const { client, sent } = recording({ baseUrl, retry: false });
+    await expect(
+      client.POST("/Project/Add", { body: { projectName: "flaky 1", fileHex } }),
+    ).rejects.toMatchObject({
+      status: 503,
+    });
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.headers.get("idempotency-key")).toBeNull();
+    const keyed = recording();
+    await keyed.client.POST("/Authentication/Login", {
+      body: { address: ADDRESS, signedMessage: "signature of LOGIN: 123456" },
+    });
+    expect(keyed.sent[0]?.headers.get("idempotency-key")).toBeNull();
   });
 });
