@@ -89,5 +89,6 @@ describe("pnpm start with a bad LOG_FORMAT", () => {
     expect(run.status).toBe(1);
     expect(run.stderr).toMatch(/LOG_FORMAT must be json or pretty/);
     expect(run.stdout).toBe("");
-  });
+    // tsx starting one process: 1–3 s on a quiet machine, over 5 s (the default) on a loaded one.
+  }, 40_000);
 });
