@@ -105,7 +105,7 @@ export function createClient(options: ClientOptions): FundraiseClient {
         path: string,
         init?: unknown,
       ) => Promise<{ data?: unknown; error?: unknown; response: Response }>;
-      const given = init[0] as { headers?: Record<string, string> } | undefined;
+      const given = init[0] as { headers?: Record<string, string>; signal?: AbortSignal } | undefined;
       // One key for every send of this call: the gateway does the write once, and answers it again.
       const autoKey =
         policy.attempts > 1 && keysWrites(method, path) && !hasKey(given?.headers) && !hasKey(headers);
@@ -119,8 +119,9 @@ export function createClient(options: ClientOptions): FundraiseClient {
         try {
           answer = await request(method, path, sent);
         } catch (error) {
-          // No answer (the network): the call may have arrived; sent again only when that is safe.
-          if (!again) throw error;
+          // No answer (the network): the call may have arrived; sent again only when that is safe, and
+          // never once its caller gave it up.
+          if (!again || given?.signal?.aborted) throw error;
           await sleep(waitBefore(attempt, policy, null));
           continue;
         }
@@ -131,7 +132,7 @@ export function createClient(options: ClientOptions): FundraiseClient {
             ? ApiError.of(response, data)
             : null;
         if (!failure) return (isEnvelope(data) ? data.data : data) as never;
-        if (!again || !isRetryable(failure.status, failure.code)) throw failure;
+        if (!again || given?.signal?.aborted || !isRetryable(failure.status, failure.code)) throw failure;
         await sleep(waitBefore(attempt, policy, response.headers.get("retry-after")));
       }
     };

@@ -264,6 +264,16 @@ describe("sending a call again (retry)", () => {
     expect(sent).toHaveLength(3);
   });
 
+  it("never sends a call again once its caller aborted it", async () => {
+    const { client, sent } = recording();
+    const controller = new AbortController();
+    controller.abort();
+    await expect(
+      client.POST("/Project/Add", { body: { projectName: "flaky 1", fileHex }, signal: controller.signal }),
+    ).rejects.toMatchObject({ name: "AbortError" });
+    expect(sent.length).toBeLessThanOrEqual(1);
+  });
+
   it("retry: false sends once and adds no key; sign-in gets no key of the client's", async () => {
     const { client, sent } = recording({ baseUrl, retry: false });
     await expect(
