@@ -122,7 +122,7 @@ export function createClient(options: ClientOptions): FundraiseClient {
           // No answer (the network): the call may have arrived; sent again only when that is safe, and
           // never once its caller gave it up.
           if (!again || given?.signal?.aborted) throw error;
-          await sleep(waitBefore(attempt, policy, null));
+          await sleep(waitBefore(attempt, policy, null), given?.signal);
           continue;
         }
         const { data, error, response } = answer;
@@ -133,7 +133,7 @@ export function createClient(options: ClientOptions): FundraiseClient {
             : null;
         if (!failure) return (isEnvelope(data) ? data.data : data) as never;
         if (!again || given?.signal?.aborted || !isRetryable(failure.status, failure.code)) throw failure;
-        await sleep(waitBefore(attempt, policy, response.headers.get("retry-after")));
+        await sleep(waitBefore(attempt, policy, response.headers.get("retry-after")), given?.signal);
       }
     };
 

@@ -32,7 +32,24 @@ export function waitBefore(attempt: number, policy: RetryPolicy, retryAfter: str
   return Math.min(policy.delayMs * 2 ** (attempt - 1), policy.maxDelayMs);
 }
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** Waits `ms`; a call its caller aborts meanwhile ends at once, with the signal's reason. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
 
 /**
  * Whether a call may be sent again after an answer that did not come (the network) or said "not now": a

@@ -3,7 +3,7 @@
 import { createHarness, type Harness, userOf } from "@fundraise/gateway/src/test/harness.ts";
 import { projectDto } from "@fundraise/gateway/src/test/route-samples.ts";
 import { AuthRpc, ErrorCode, errors, ProjectsRpc, UsersRpc } from "@fundraise/protocol";
-import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it, vi } from "vitest";
 import { ApiError, createClient, type ProjectDTO, type UserDTO } from "../src/index.ts";
 
 const ADDRESS = "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4";
@@ -272,6 +272,34 @@ describe("sending a call again (retry)", () => {
       client.POST("/Project/Add", { body: { projectName: "flaky 1", fileHex }, signal: controller.signal }),
     ).rejects.toMatchObject({ name: "AbortError" });
     expect(sent.length).toBeLessThanOrEqual(1);
+  });
+
+  it("a call aborted while it waits to be sent again ends at once", async () => {
+    // A wait of ten minutes (the gateway's Retry-After taken away): were it not cut short, the test would
+    // run out of time.
+    const sent: Request[] = [];
+    const client = createClient({
+      baseUrl,
+      token,
+      retry: { attempts: 3, delayMs: 600_000, maxDelayMs: 600_000 },
+      fetch: async (request) => {
+        sent.push(request);
+        const res = await fetch(request);
+        const headers = new Headers(res.headers);
+        headers.delete("retry-after");
+        return new Response(res.body, { status: res.status, headers });
+      },
+    });
+    const controller = new AbortController();
+    const call = client.POST("/Project/Add", {
+      body: { projectName: "flaky 9", fileHex },
+      signal: controller.signal,
+    });
+    await vi.waitFor(() => expect(sent).toHaveLength(1));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    controller.abort();
+    await expect(call).rejects.toMatchObject({ name: "AbortError" });
+    expect(sent).toHaveLength(1);
   });
 
   it("retry: false sends once and adds no key; sign-in gets no key of the client's", async () => {
