@@ -6,7 +6,15 @@ import createFetchClient, {
 } from "openapi-fetch";
 import { ApiError, isRecord } from "./errors.ts";
 import type { paths } from "./generated/schema.ts";
-import { isRetryable, keysWrites, type RetryOptions, retryPolicy, sleep, waitBefore } from "./retry.ts";
+import {
+  isRetryable,
+  keysWrites,
+  type RetryOptions,
+  retryAfterMs,
+  retryPolicy,
+  sleep,
+  waitBefore,
+} from "./retry.ts";
 import { openStream, type SubscribeHandlers, type SubscribeOptions, type Subscription } from "./subscribe.ts";
 
 export type { paths } from "./generated/schema.ts";
@@ -106,23 +114,25 @@ export function createClient(options: ClientOptions): FundraiseClient {
         init?: unknown,
       ) => Promise<{ data?: unknown; error?: unknown; response: Response }>;
       const given = init[0] as { headers?: Record<string, string>; signal?: AbortSignal } | undefined;
+      const signal = given?.signal;
+      const keyed = hasKey(given?.headers) || hasKey(headers);
       // One key for every send of this call: the gateway does the write once, and answers it again.
-      const autoKey =
-        policy.attempts > 1 && keysWrites(method, path) && !hasKey(given?.headers) && !hasKey(headers);
+      const autoKey = policy.attempts > 1 && !keyed && keysWrites(method, path);
       const sent = autoKey
         ? { ...given, headers: { ...given?.headers, "idempotency-key": globalThis.crypto.randomUUID() } }
         : given;
-      const safe = method === "get" || autoKey || hasKey(given?.headers) || hasKey(headers);
+      const safe = method === "get" || keyed || autoKey;
       for (let attempt = 1; ; attempt++) {
-        const again = safe && attempt < policy.attempts;
+        // Never sent again once its caller gave it up.
+        const again = safe && attempt < policy.attempts && !signal?.aborted;
         let answer: Awaited<ReturnType<typeof request>>;
         try {
           answer = await request(method, path, sent);
         } catch (error) {
-          // No answer (the network): the call may have arrived; sent again only when that is safe, and
-          // never once its caller gave it up.
-          if (!again || given?.signal?.aborted) throw error;
-          await sleep(waitBefore(attempt, policy, null), given?.signal);
+          // No answer (the network): the call may have arrived; sent again only when that is safe.
+          if (!again) throw error;
+          await sleep(waitBefore(attempt, policy, undefined), signal);
+          signal?.throwIfAborted();
           continue;
         }
         const { data, error, response } = answer;
@@ -132,8 +142,9 @@ export function createClient(options: ClientOptions): FundraiseClient {
             ? ApiError.of(response, data)
             : null;
         if (!failure) return (isEnvelope(data) ? data.data : data) as never;
-        if (!again || given?.signal?.aborted || !isRetryable(failure.status, failure.code)) throw failure;
-        await sleep(waitBefore(attempt, policy, response.headers.get("retry-after")), given?.signal);
+        if (!again || !isRetryable(failure.status, failure.code)) throw failure;
+        await sleep(waitBefore(attempt, policy, retryAfterMs(response)), signal);
+        signal?.throwIfAborted();
       }
     };
 

@@ -25,29 +25,31 @@ export function retryPolicy(options: RetryOptions | false | undefined): RetryPol
 export const isRetryable = (status: number, code: string | undefined): boolean =>
   status === 502 || status === 503 || status === 504 || (status === 409 && code === "IDEMPOTENCY_KEY_IN_USE");
 
-/** The wait before send `attempt + 1`: the answer's `Retry-After` (seconds) when it has one, else backoff. */
-export function waitBefore(attempt: number, policy: RetryPolicy, retryAfter: string | null): number {
-  const seconds = retryAfter === null ? Number.NaN : Number(retryAfter);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, policy.maxDelayMs);
-  return Math.min(policy.delayMs * 2 ** (attempt - 1), policy.maxDelayMs);
+/** `Retry-After` in ms (seconds or a date), if the answer has one. */
+export function retryAfterMs(response: Response): number | undefined {
+  const value = response.headers.get("retry-after");
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-/** Waits `ms`; a call its caller aborts meanwhile ends at once, with the signal's reason. */
+/** The wait before send `attempt + 1`: what the answer asked (`Retry-After`), else backoff; at most the cap. */
+export const waitBefore = (attempt: number, policy: RetryPolicy, afterMs: number | undefined): number =>
+  Math.min(afterMs ?? policy.delayMs * 2 ** (attempt - 1), policy.maxDelayMs);
+
+/** Waits `ms`, or less: it ends when `signal` aborts (the caller then looks at the signal). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
       clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
+      signal?.removeEventListener("abort", done);
       resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
   });
 }
 

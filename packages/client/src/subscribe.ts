@@ -6,6 +6,7 @@
 import { createParser } from "eventsource-parser";
 import { ApiError } from "./errors.ts";
 import { STREAM_MESSAGE_TYPES, type StreamMessages, type StreamMessageType } from "./messages.ts";
+import { retryAfterMs, sleep } from "./retry.ts";
 
 /** What every handler gets besides the data: the message's `id:` (none on `chain` messages). */
 export interface MessageMeta<K extends StreamMessageType = StreamMessageType> {
@@ -83,29 +84,6 @@ type Outcome =
 
 /** Worth trying again: the server or the way to it failed, or asked to wait. */
 const retryable = (status: number) => status >= 500 || status === 408 || status === 429;
-
-/** `Retry-After` in ms (seconds or a date), if the answer has one. */
-function retryAfterMs(response: Response): number | undefined {
-  const value = response.headers.get("retry-after");
-  if (!value) return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
 
 const MAX_MESSAGE_CHARS = 4 * 1024 * 1024;
 
