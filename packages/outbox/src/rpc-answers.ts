@@ -78,11 +78,14 @@ export function createRpcAnswers(
   const log = (options.logger ?? pino({ level: "silent" })).child({ component: "rpc-answers", schema });
   let lastPrune = 0;
 
+  /** An SQL interval of the milliseconds in parameter `param` (\`$2\`). */
+  const interval = (param: string) => `make_interval(secs => ${param}::double precision / 1000)`;
+
   async function prune(): Promise<number> {
     const { rows } = await executor.query<{ n: number }>(
       `WITH gone AS (DELETE FROM ${schema}.rpc_answer WHERE key IN (
          SELECT key FROM ${schema}.rpc_answer
-         WHERE created_at < now() - make_interval(secs => $1::double precision / 1000) LIMIT $2)
+         WHERE created_at < now() - ${interval("$1")} LIMIT $2)
        RETURNING 1)
        SELECT count(*)::int AS n FROM gone`,
       [keptMs, PRUNE_BATCH],
@@ -101,8 +104,6 @@ export function createRpcAnswers(
       (err: unknown) => log.warn({ err }, "pruning RPC answers failed; it runs again later"),
     );
   }
-
-  const interval = (param: string) => `make_interval(secs => ${param}::double precision / 1000)`;
 
   /** The answer kept under `key`, or the fingerprint of the run that holds it; null when neither. */
   async function find(key: string): Promise<KeptAnswer | { held: string } | null> {
