@@ -78,7 +78,7 @@ export function createRpcAnswers(
   const log = (options.logger ?? pino({ level: "silent" })).child({ component: "rpc-answers", schema });
   let lastPrune = 0;
 
-  /** An SQL interval of the milliseconds in parameter `param` (\`$2\`). */
+  /** An SQL interval of the milliseconds in a statement parameter (`param`: "$2"). */
   const interval = (param: string) => `make_interval(secs => ${param}::double precision / 1000)`;
 
   async function prune(): Promise<number> {
