@@ -21,7 +21,7 @@ import { ConnectionManager } from "./connection.ts";
 import { type ConsumerRole, Consumers } from "./consumers.ts";
 import { EventPublisher } from "./event-publisher.ts";
 import { EventSubscriber } from "./event-subscriber.ts";
-import type { BusJournal, JournalFactory } from "./journal-hook.ts";
+import type { BusJournal, JournalFactory, JournalNote } from "./journal-hook.ts";
 import { type BusMetrics, inspectQueues, type QueueStat, timed } from "./metrics.ts";
 import type { RpcAnswers } from "./rpc-answers.ts";
 import { RpcClient } from "./rpc-client.ts";
@@ -140,17 +140,17 @@ class AmqpBusImpl implements AmqpBus {
     };
     const { publishTimeoutMs } = this;
     const prefetch = options.prefetch ?? 10;
-    const consumers = new Consumers(shared);
-    const publisher = new EventPublisher({ ...shared, publishTimeoutMs });
-    this.consumers = consumers;
-    this.publisher = publisher;
-    // Copies go out on the client's channel, open whenever the bus is connected.
+    // Entries go out on the client's channel, open whenever the bus is connected.
     const journal = options.journal?.({
       log: this.log,
       service: this.service,
       channel: () => this.client.channel,
     });
     this.journal = journal;
+    const consumers = new Consumers(shared);
+    const publisher = new EventPublisher({ ...shared, journal, publishTimeoutMs });
+    this.consumers = consumers;
+    this.publisher = publisher;
     this.client = new RpcClient({
       ...shared,
       journal,
@@ -164,7 +164,14 @@ class AmqpBusImpl implements AmqpBus {
       consumers,
       translateError: this.translateError,
     });
-    this.subscriber = new EventSubscriber({ ...shared, prefetch, publishTimeoutMs, consumers, publisher });
+    this.subscriber = new EventSubscriber({
+      ...shared,
+      journal,
+      prefetch,
+      publishTimeoutMs,
+      consumers,
+      publisher,
+    });
   }
 
   async start(): Promise<void> {
@@ -247,6 +254,10 @@ class AmqpBusImpl implements AmqpBus {
     return this.subscriber.subscribe(consumer, descriptor, handler, options);
   }
 
+  note(note: JournalNote): void {
+    this.journal?.record(note);
+  }
+
   close(): Promise<void> {
     this.closing ??= this.shutdown();
     return this.closing;
@@ -261,8 +272,8 @@ class AmqpBusImpl implements AmqpBus {
     const declarations = await connection.createChannel();
     declarations.on("error", (error: Error) => this.log.error({ err: error }, "topology declaration failed"));
     await declareExchanges(declarations);
-    await this.journal?.declare(declarations);
     await declarations.close();
+    await this.journal?.declare(connection);
     await this.publisher.open(connection);
     await this.client.open(connection);
     // A reconnection during a shutdown must not start consuming again.

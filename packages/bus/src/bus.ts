@@ -1,5 +1,6 @@
 import type { EventDescriptor, PayloadOf, RequestOf, ResponseOf, RpcDescriptor } from "@fundraise/protocol";
 import type { Logger } from "pino";
+import type { JournalNote } from "./journal-hook.ts";
 import type { RequestKey, RpcAnswers } from "./rpc-answers.ts";
 
 /**
@@ -14,6 +15,11 @@ export interface TraceContext {
   deadline?: number | undefined;
   /** W3C trace context, carried in the `traceparent` header. */
   traceparent?: string | undefined;
+  /**
+   * The journal id of the handling that makes this call or publishes this event (a handler's `ctx` sets it
+   * to its own): what draws a request's story as a tree (`replay --request`). Absent: the HTTP request.
+   */
+  causedBy?: string | undefined;
 }
 
 /** What a use case knows about the message that asked for it: its trace and a logger bound to it. */
@@ -21,6 +27,11 @@ export interface RequestContext extends TraceContext {
   requestId: string;
   /** A child logger with service, requestId and message name bound. */
   log: Logger;
+  /**
+   * Tells the bus that the handler found the event handled before and did nothing (service-kit's
+   * `handleOnce`): the journal records the delivery as a duplicate, not as handled. Set for events only.
+   */
+  markDuplicate?: () => void;
 }
 
 /** What a handler knows about the message it handles. */
@@ -30,6 +41,8 @@ export interface MessageContext extends RequestContext {
   traceparent: string | undefined;
   /** Delivery attempt, 1 for the first (events only; RPC is always 1). */
   attempt: number;
+  /** This handling's journal id, which the calls and events it makes name as their cause. */
+  causedBy: string;
 }
 
 /** A call's options: the context of the message being handled (`ctx`), and optionally its own timeout. */
@@ -45,6 +58,8 @@ export interface CallOptions extends TraceContext {
 
 export interface PublishOptions {
   requestId?: string;
+  /** The journal id of the handling that wrote the event (TraceContext.causedBy). */
+  causedBy?: string;
   /** Stable id for idempotent consumers; a fresh UUID when absent. */
   messageId?: string;
   traceparent?: string;
@@ -130,6 +145,11 @@ export interface Bus {
     handler: EventHandler<D>,
     options?: SubscribeOptions,
   ): Promise<void>;
+  /**
+   * Keeps an entry of the process's own in the journal, if the bus has one (the gateway's summary of each
+   * HTTP request); nothing otherwise. Never fails and never waits.
+   */
+  note(note: JournalNote): void;
   /** True while the broker connection is up. */
   isConnected(): boolean;
   close(): Promise<void>;

@@ -1,10 +1,10 @@
-import { randomUUID } from "node:crypto";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Channel, ChannelModel, ConsumeMessage, Message } from "amqplib";
 import type { Logger } from "pino";
 import type { MessageContext } from "./bus.ts";
 import type { ConnectionManager } from "./connection.ts";
 import { Header, type Headers, numberHeader, stringHeader } from "./headers.ts";
+import { uuidv7 } from "./ids.ts";
 
 /** A queue this process consumes (a service's RPC queue, an event subscription) and the channel on it now. */
 export interface ConsumerRole {
@@ -182,16 +182,20 @@ export function messageContext(
   properties: Message["properties"],
   bindings: Record<string, unknown>,
   attempt: number,
+  /** This handling's journal id; an RPC request's is its messageId. */
+  handling?: string,
 ): MessageContext {
   const headers = properties.headers as Headers | undefined;
-  const requestId = stringHeader(headers, Header.REQUEST_ID) ?? randomUUID();
+  const requestId = stringHeader(headers, Header.REQUEST_ID) ?? uuidv7();
+  const messageId = typeof properties.messageId === "string" ? properties.messageId : "";
   let child: Logger | undefined;
   return {
     requestId,
-    messageId: typeof properties.messageId === "string" ? properties.messageId : "",
+    messageId,
     deadline: numberHeader(headers, Header.DEADLINE),
     traceparent: stringHeader(headers, Header.TRACEPARENT),
     attempt,
+    causedBy: handling ?? messageId,
     // Made when first used: a pino child costs about 2 µs (its bindings are serialized and redacted),
     // and most messages are handled without a log line.
     get log() {

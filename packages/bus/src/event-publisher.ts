@@ -8,11 +8,15 @@ import { ChannelHolder } from "./channel-holder.ts";
 import { encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { amqpTimestamp, compactHeaders, Header, type MessageKind } from "./headers.ts";
+import { uuidv7 } from "./ids.ts";
+import type { BusJournal } from "./journal-hook.ts";
 import { Exchanges } from "./topology.ts";
 import { publishSpan } from "./trace-context.ts";
 
 export interface EventPublisherOptions {
   log: Logger;
+  /** Where published events are recorded; undefined with the journal off. */
+  journal: BusJournal | undefined;
   service: string;
   publishTimeoutMs: number;
   manager: ConnectionManager;
@@ -38,25 +42,41 @@ export class EventPublisher extends ChannelHolder<ConfirmChannel> {
     const { body, contentType } = encodeBody(payload);
     const messageId = options.messageId ?? randomUUID();
     const span = publishSpan(descriptor.name, options.traceparent);
+    const requestId = options.requestId ?? uuidv7();
+    const properties: Options.Publish = {
+      persistent: true,
+      messageId,
+      timestamp: amqpTimestamp(),
+      type: descriptor.name,
+      contentType,
+      headers: compactHeaders({
+        [Header.REQUEST_ID]: requestId,
+        [Header.TRACEPARENT]: span.traceparent,
+        [Header.KIND]: "event" satisfies MessageKind,
+        [Header.PUBLISHED_BY]: this.bus.service,
+      }),
+    };
     try {
-      await this.publishConfirmed(Exchanges.EVENTS, descriptor.name, body, {
-        persistent: true,
-        messageId,
-        timestamp: amqpTimestamp(),
-        type: descriptor.name,
-        contentType,
-        headers: compactHeaders({
-          [Header.REQUEST_ID]: options.requestId ?? randomUUID(),
-          [Header.TRACEPARENT]: span.traceparent,
-          [Header.KIND]: "event" satisfies MessageKind,
-          [Header.PUBLISHED_BY]: this.bus.service,
-        }),
-      });
+      await this.publishConfirmed(Exchanges.EVENTS, descriptor.name, body, properties);
     } catch (error) {
       span.end(error);
       throw error;
     }
     span.end();
+    // Journaled once the broker holds it: a refused publish is retried by the outbox, not recorded.
+    this.bus.journal?.record({
+      kind: "event",
+      id: messageId,
+      name: descriptor.name,
+      at: Date.now(),
+      requestId,
+      traceparent: span.traceparent,
+      causedBy: options.causedBy,
+      messageId,
+      message: { properties, body },
+      schema: descriptor.payload,
+      value: payload,
+    });
     this.bus.log.debug({ event: descriptor.name, messageId, bytes: body.length }, "event published");
   }
 

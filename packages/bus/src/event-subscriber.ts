@@ -14,8 +14,10 @@ import {
   numberHeader,
   stringHeader,
 } from "./headers.ts";
+import { type BusJournal, type DeliveryOutcome, deliveryId } from "./journal-hook.ts";
 import { decideFailure, type RetryPolicy, resolveRetryPolicy, retryDelays } from "./retry.ts";
 import {
+  announceSubscription,
   declareSubscription,
   Exchanges,
   type QueueType,
@@ -26,6 +28,9 @@ import { processSpan } from "./trace-context.ts";
 
 export interface EventSubscriberOptions {
   log: Logger;
+  service: string;
+  /** Where each handling of an event is recorded; undefined with the journal off. */
+  journal: BusJournal | undefined;
   prefetch: number;
   publishTimeoutMs: number;
   manager: ConnectionManager;
@@ -110,6 +115,14 @@ export class EventSubscriber {
           role.queueType,
           retryDelays(role.policy),
         );
+        announceSubscription(channel, {
+          consumer: role.consumer,
+          event: role.descriptor.name,
+          queue: role.queue,
+          deadLetterQueue: role.topology.deadLetterQueue,
+          service: this.bus.service,
+          at: Date.now(),
+        });
       },
       handle: (channel, message) => this.handleEvent(role, channel, message),
     });
@@ -120,20 +133,40 @@ export class EventSubscriber {
     channel: Channel,
     message: ConsumeMessage,
   ): Promise<void> {
+    const started = Date.now();
     const attempt = Math.max(1, Math.floor(numberHeader(message.properties.headers, Header.ATTEMPT) ?? 1));
+    const messageId = typeof message.properties.messageId === "string" ? message.properties.messageId : "";
     const ctx = messageContext(
       this.bus.log,
       message.properties,
-      {
-        event: role.descriptor.name,
-        consumer: role.consumer,
-        messageId: message.properties.messageId,
-        attempt,
-      },
+      { event: role.descriptor.name, consumer: role.consumer, messageId, attempt },
       attempt,
+      deliveryId(messageId, role.consumer, attempt),
     );
+    let duplicate = false;
+    ctx.markDuplicate = () => {
+      duplicate = true;
+    };
     const span = processSpan(role.descriptor.name, role.consumer, attempt, ctx.traceparent);
     ctx.traceparent = span.traceparent;
+    const journal = (outcome: DeliveryOutcome, extra: Record<string, unknown> = {}) =>
+      this.bus.journal?.record({
+        kind: "delivery",
+        id: ctx.causedBy,
+        name: role.descriptor.name,
+        at: Date.now(),
+        requestId: ctx.requestId,
+        traceparent: ctx.traceparent,
+        messageId,
+        summary: {
+          consumer: role.consumer,
+          queue: role.queue,
+          attempt,
+          outcome,
+          durationMs: Date.now() - started,
+          ...extra,
+        },
+      });
     let payload: unknown;
     try {
       payload = validatorOf(role.descriptor.payload).assert(
@@ -143,7 +176,8 @@ export class EventSubscriber {
     } catch (error) {
       ctx.log.warn({ err: error }, "invalid event: dead-lettered without a retry");
       span.end(error);
-      await this.deadLetter(role, channel, message, attempt, error);
+      const moved = await this.deadLetter(role, channel, message, attempt, error);
+      journal(moved ? "dead-lettered" : "requeued", { error: errorSummary(error) });
       return;
     }
     try {
@@ -153,17 +187,21 @@ export class EventSubscriber {
       const decision = decideFailure(role.policy, attempt, error);
       if (decision.action === "retry") {
         ctx.log.warn({ err: error, retryInMs: decision.delayMs }, "event handler failed; will retry");
-        await this.retry(role, channel, message, decision.nextAttempt, decision.delayMs, error);
+        const moved = await this.retry(role, channel, message, decision.nextAttempt, decision.delayMs, error);
+        journal(moved ? "retried" : "requeued", { error: errorSummary(error), retryInMs: decision.delayMs });
       } else {
         ctx.log.error({ err: error }, "event handler failed; dead-lettered");
-        await this.deadLetter(role, channel, message, attempt, error);
+        const moved = await this.deadLetter(role, channel, message, attempt, error);
+        journal(moved ? "dead-lettered" : "requeued", { error: errorSummary(error) });
       }
       return;
     }
     span.end();
     safeAck(this.bus.log, channel, message);
+    journal(duplicate ? "duplicate" : "acked");
   }
 
+  /** Moves a failed event to its retry queue: false when it could not (it was requeued instead). */
   private async retry(
     role: SubscriptionRole,
     channel: Channel,
@@ -171,11 +209,11 @@ export class EventSubscriber {
     nextAttempt: number,
     delayMs: number,
     error: unknown,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const retryQueue = role.topology?.retryQueues.get(delayMs);
     if (!retryQueue) {
       safeNack(this.bus.log, channel, message, true);
-      return;
+      return false;
     }
     const headers = {
       ...carriedHeaders(message.properties.headers),
@@ -183,16 +221,17 @@ export class EventSubscriber {
       [Header.ATTEMPT]: nextAttempt,
       [Header.ORIGINAL_ROUTING_KEY]: originalRoutingKey(message),
     };
-    await this.forward(channel, message, "", retryQueue, headers);
+    return this.forward(channel, message, "", retryQueue, headers);
   }
 
+  /** Moves a hopeless event to its dead-letter queue: false when it could not (it was requeued instead). */
   private async deadLetter(
     role: SubscriptionRole,
     channel: Channel,
     message: ConsumeMessage,
     attempt: number,
     error: unknown,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const headers = {
       ...carriedHeaders(message.properties.headers),
       ...failureHeaders(error),
@@ -201,7 +240,7 @@ export class EventSubscriber {
       [Header.ORIGINAL_QUEUE]: role.queue,
       [Header.ORIGINAL_ROUTING_KEY]: originalRoutingKey(message),
     };
-    await this.forward(channel, message, Exchanges.DLX, role.queue, headers);
+    return this.forward(channel, message, Exchanges.DLX, role.queue, headers);
   }
 
   /** Moves a message on (retry queue, DLQ): the copy is confirmed before the original is acknowledged. */
@@ -211,7 +250,7 @@ export class EventSubscriber {
     exchange: string,
     routingKey: string,
     headers: Headers,
-  ): Promise<void> {
+  ): Promise<boolean> {
     try {
       await this.bus.publisher.publishConfirmed(
         exchange,
@@ -225,10 +264,21 @@ export class EventSubscriber {
         "cannot move a failed event on; it will be redelivered",
       );
       safeNack(this.bus.log, channel, message, true);
-      return;
+      return false;
     }
     safeAck(this.bus.log, channel, message);
+    return true;
   }
+}
+
+/** A failure as a delivery's journal entry tells it. */
+function errorSummary(error: unknown): { message: string; kind: string; code: string } {
+  const headers = failureHeaders(error);
+  return {
+    message: String(headers[Header.LAST_ERROR]),
+    kind: String(headers[Header.LAST_ERROR_KIND]),
+    code: String(headers[Header.LAST_ERROR_CODE]),
+  };
 }
 
 /** What went wrong, for the operator reading a retried or dead-lettered message. */

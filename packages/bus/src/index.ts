@@ -30,7 +30,19 @@ export {
   stringHeader,
   successReply,
 } from "./headers.ts";
-export type { BusJournal, JournalFactory, JournalHost } from "./journal-hook.ts";
+export { timedTraceId, timeOfId, uuidv7 } from "./ids.ts";
+export {
+  type BusJournal,
+  DELIVERY_OUTCOMES,
+  type DeliveryOutcome,
+  deliveryId,
+  isJournalKind,
+  JOURNAL_KINDS,
+  type JournalFactory,
+  type JournalHost,
+  type JournalKind,
+  type JournalNote,
+} from "./journal-hook.ts";
 export { type BusMetrics, outcomeOf, type QueueStat } from "./metrics.ts";
 export {
   DEFAULT_RETRY_POLICY,
@@ -49,6 +61,8 @@ export {
   type QueueType,
   retryQueueOf,
   rpcQueueOf,
+  SUBSCRIPTIONS_STREAM,
+  type SubscriptionRecord,
   subscriptionQueueOf,
 } from "./topology.ts";
 export {

@@ -15,6 +15,7 @@ import { ChannelHolder } from "./channel-holder.ts";
 import { decodeBody, encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { amqpTimestamp, compactHeaders, Header, type MessageKind, readReply } from "./headers.ts";
+import { uuidv7 } from "./ids.ts";
 import type { BusJournal } from "./journal-hook.ts";
 import { requestKeyHeaders } from "./rpc-answers.ts";
 import {
@@ -84,7 +85,7 @@ export class RpcClient extends ChannelHolder<Channel> {
     // Fails fast while disconnected: waiting would only eat the caller's deadline.
     await this.getChannel();
     const correlationId = randomUUID();
-    const requestId = options.requestId ?? randomUUID();
+    const requestId = options.requestId ?? uuidv7(now);
     const { body, contentType } = encodeBody(request);
     const span = rpcClientSpan(descriptor.name, descriptor.service, options.traceparent);
     const headers = compactHeaders({
@@ -125,14 +126,29 @@ export class RpcClient extends ChannelHolder<Channel> {
         timer,
       });
       const { journal } = this.bus;
-      const mode = descriptor.journal;
       const outgoing: Outgoing = {
         correlationId,
         deadline,
         body,
         properties,
         // The copy has no expiry and no reply address: a stream keeps it for days, and a replay waits for no answer.
-        journal: journal && mode ? () => journal.copyAs(mode, descriptor.name, body, properties) : undefined,
+        journal:
+          journal && descriptor.journal
+            ? () =>
+                journal.record({
+                  kind: "rpc-request",
+                  id: properties.messageId as string,
+                  name: descriptor.name,
+                  at: Date.now(),
+                  requestId,
+                  traceparent: span.traceparent,
+                  causedBy: options.causedBy,
+                  correlationId,
+                  message: { properties, body },
+                  schema: descriptor.request,
+                  value: request,
+                })
+            : undefined,
       };
       if (descriptor.batched) this.outgoing.add(descriptor.name, outgoing);
       else this.publish(descriptor.name, [outgoing]);

@@ -3,14 +3,15 @@ import {
   type AppError,
   ErrorCode,
   errors,
-  type JournalMode,
   type RpcDescriptor,
+  ServiceResponse,
   validatorOf,
 } from "@fundraise/protocol";
 import type { Channel, ChannelModel, ConsumeMessage, Options } from "amqplib";
 import type { Logger } from "pino";
+import type { TSchema } from "typebox";
 import { BatchedAcks } from "./acks.ts";
-import type { RpcHandler } from "./bus.ts";
+import type { MessageContext, RpcHandler } from "./bus.ts";
 import { decodeBody, encodeBody } from "./codec.ts";
 import { brokerUnavailable, type ConnectionManager } from "./connection.ts";
 import { type ConsumerRole, type Consumers, messageContext } from "./consumers.ts";
@@ -198,7 +199,7 @@ export class RpcServer {
     const span = rpcServerSpan(name, role.service, ctx.traceparent);
     ctx.traceparent = span.traceparent;
     let reply: ReplyParts;
-    let journaled: JournalMode = true;
+    let descriptor: RpcDescriptor | undefined;
     let failure: AppError | undefined;
     try {
       const entry = role.handlers.get(name);
@@ -210,7 +211,7 @@ export class RpcServer {
           `The ${role.service} service is not available.`,
         );
       }
-      journaled = entry.descriptor.journal;
+      descriptor = entry.descriptor;
       const request = validatorOf(entry.descriptor.request).assert(
         decodeBody(message.content, properties.contentType),
         `${name} request`,
@@ -227,18 +228,18 @@ export class RpcServer {
     }
     span.end(failure);
     const to = { from, replyTo, correlationId: properties.correlationId };
-    this.sendReply(to, name, ctx.requestId, reply, journaled, answered);
+    this.sendReply(to, { name, descriptor, ctx }, reply, answered);
   }
 
   private sendReply(
     to: { from: ConsumerChannel; replyTo: unknown; correlationId: unknown },
-    name: string,
-    requestId: string,
+    of: { name: string; descriptor: RpcDescriptor | undefined; ctx: MessageContext },
     reply: ReplyParts,
-    journaled: JournalMode,
     sent: () => void,
   ): void {
     const { from, replyTo, correlationId } = to;
+    const { name, descriptor, ctx } = of;
+    const { requestId } = ctx;
     let encoded: ReturnType<typeof encodeBody>;
     try {
       encoded = encodeBody(reply.envelope);
@@ -261,7 +262,23 @@ export class RpcServer {
         [Header.PUBLISHED_BY]: this.bus.service,
       }),
     };
-    this.bus.journal?.copyAs(journaled, name, encoded.body, properties);
+    // A call that carries secrets is not journaled, its reply neither (an unknown name: nothing to hide).
+    if (this.bus.journal && descriptor?.journal !== false) {
+      this.bus.journal.record({
+        kind: "rpc-reply",
+        id: properties.messageId as string,
+        name,
+        at: Date.now(),
+        requestId,
+        traceparent: ctx.traceparent,
+        causedBy: ctx.causedBy,
+        correlationId: properties.correlationId,
+        message: { properties, body: encoded.body },
+        ...(descriptor && reply.envelope.success
+          ? { schema: envelopeSchemaOf(descriptor), value: reply.envelope }
+          : {}),
+      });
+    }
     // No replyTo: a replayed request, executed for its effect; nobody waits for the answer.
     if (typeof replyTo !== "string" || replyTo === "") {
       sent();
@@ -289,4 +306,16 @@ export class RpcServer {
       for (const reply of message.entries) reply.sent();
     }
   }
+}
+
+const envelopes = new WeakMap<RpcDescriptor, TSchema>();
+
+/** A success reply's schema, made once per RPC: the journal finds the personal fields of its data by it. */
+function envelopeSchemaOf(descriptor: RpcDescriptor): TSchema {
+  let schema = envelopes.get(descriptor);
+  if (!schema) {
+    schema = ServiceResponse(descriptor.response);
+    envelopes.set(descriptor, schema);
+  }
+  return schema;
 }

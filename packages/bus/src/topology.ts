@@ -29,6 +29,41 @@ export async function declareExchanges(channel: Channel): Promise<void> {
   await channel.assertExchange(Exchanges.RPC, "direct", { durable: true });
   await channel.assertExchange(Exchanges.EVENTS, "topic", { durable: true });
   await channel.assertExchange(Exchanges.DLX, "direct", { durable: true });
+  await channel.assertQueue(SUBSCRIPTIONS_STREAM, {
+    durable: true,
+    arguments: { ...SUBSCRIPTIONS_ARGUMENTS },
+  });
+}
+
+/**
+ * Every subscription announces itself here when it is set up (a JSON `SubscriptionRecord`): AMQP cannot
+ * list queues, so this is how `pnpm dlq` finds every dead-letter queue, those of consumers long gone too.
+ */
+export const SUBSCRIPTIONS_STREAM = "bus.subscriptions";
+/** Kept by size only: a few hundred bytes per process start; the latest of each queue is what counts. */
+const SUBSCRIPTIONS_ARGUMENTS = {
+  "x-queue-type": "stream",
+  "x-max-length-bytes": 64 * 1024 ** 2,
+  "x-stream-max-segment-size-bytes": 4 * 1024 ** 2,
+} as const;
+
+export interface SubscriptionRecord {
+  consumer: string;
+  event: string;
+  queue: string;
+  deadLetterQueue: string;
+  service: string;
+  /** ms */
+  at: number;
+}
+
+/** Announces a subscription on `channel` (no confirm: it is announced again on every set-up). */
+export function announceSubscription(channel: Channel, record: SubscriptionRecord): void {
+  channel.sendToQueue(SUBSCRIPTIONS_STREAM, Buffer.from(JSON.stringify(record)), {
+    contentType: "application/json",
+    persistent: true,
+    type: "subscription",
+  });
 }
 
 /**

@@ -1,49 +1,68 @@
 import {
-  amqpTimestamp,
   type BusJournal,
-  CBOR_CONTENT_TYPE,
-  Header,
   type JournalFactory,
   type JournalHost,
+  type JournalNote,
+  timeOfId,
 } from "@fundraise/bus";
-import type { Channel, ConsumeMessage, Options } from "amqplib";
-import { Encoder } from "cbor-x";
-import { declareJournal, JOURNAL_EXCHANGE } from "./topology.ts";
-
-/** The `type` and `x-bus-kind` of a journal message that carries several entries. */
-export const JOURNAL_BATCH = "journal-batch";
-
-/** One RPC request or reply as it was published, kept in a batch. */
-export interface JournalEntry {
-  routingKey: string;
-  properties: Options.Publish;
-  body: Buffer;
-}
+import { type Pseudonymize, pseudonymizer } from "@fundraise/protocol";
+import type { ChannelModel } from "amqplib";
+import { encodeBatch, type JournalEntry, traceIdOf } from "./format.ts";
+import { redactEntry } from "./redact.ts";
+import { declareJournal, JOURNAL_EXCHANGE, LATE_EXCHANGE } from "./topology.ts";
 
 export interface JournalWriterOptions {
   /** How long an entry may wait for others (default 100 ms). */
   flushMs?: number;
-  /** A batch is sent at once when its bodies reach this size (default 256 KiB). */
+  /** A batch is sent at once when its entries reach this size (default 256 KiB). */
   maxBatchBytes?: number;
+  /**
+   * An entry written this long after its request started (by the time in a time-ordered request id) also
+   * goes to the late stream, where a request's story finds it without reading everything in between
+   * (default 2000 ms).
+   */
+  lateAfterMs?: number;
+  /** The journal's retention, as the stream's `x-max-age` (default 7D). */
+  maxAge?: string;
+  /** The key of the personal values' pseudonyms (`JOURNAL_PSEUDONYM_KEY`). */
+  pseudonymKey?: string;
 }
 
-// Plain CBOR (no records, no tags): any CBOR reader gets maps, strings and byte strings back.
-const cbor = new Encoder({ useRecords: false, mapsAsObjects: true, tagUint8Array: false });
+/** Entries waiting to leave for one stream. */
+class Batch {
+  entries: JournalEntry[] = [];
+  bytes = 0;
+
+  add(entry: JournalEntry): void {
+    this.entries.push(entry);
+    this.bytes += 200 + (entry.body?.length ?? 0);
+  }
+
+  take(): JournalEntry[] {
+    const entries = this.entries;
+    this.entries = [];
+    this.bytes = 0;
+    return entries;
+  }
+}
 
 /**
- * Copies of RPC requests and replies for the journal, sent in batches. The journal is a stream the
- * broker writes for every message it receives: one copy per request and one per reply doubled the
- * broker's work per call (docs/adr/0004-the-bus-journal.md). A batch is one message of
- * many entries, sent when `flushMs` has passed since its first entry, when it is large, or at close.
- * The journal stays what it was, a record kept for debugging and replay: a lost copy is not worth
- * failing a call for, and entries lost with a crashed process are at most `flushMs` of traffic.
+ * The bus's journal: every RPC request and reply, event, consumer's handling and HTTP request of this
+ * process, in batches. The journal is a stream the broker writes for every message it receives: one
+ * message per entry doubled the broker's work per call (docs/adr/0004-the-bus-journal.md), so a batch is
+ * sent when `flushMs` has passed since its first entry, when it is large, or at close. Personal values are
+ * replaced before an entry is kept (redact.ts). A record for debugging and replay: a lost entry is not
+ * worth failing a call for, and entries lost with a crashed process are at most `flushMs` of traffic.
  */
 export class JournalWriter implements BusJournal {
-  private entries: JournalEntry[] = [];
-  private bytes = 0;
+  private readonly main = new Batch();
+  private readonly late = new Batch();
   private timer: NodeJS.Timeout | undefined;
   private readonly flushMs: number;
   private readonly maxBatchBytes: number;
+  private readonly lateAfterMs: number;
+  private readonly maxAge: string;
+  private readonly pseudonymize: Pseudonymize;
 
   constructor(
     private readonly host: JournalHost,
@@ -51,27 +70,27 @@ export class JournalWriter implements BusJournal {
   ) {
     this.flushMs = options.flushMs ?? 100;
     this.maxBatchBytes = options.maxBatchBytes ?? 256 * 1024;
+    this.lateAfterMs = options.lateAfterMs ?? 2000;
+    this.maxAge = options.maxAge ?? "7D";
+    this.pseudonymize = pseudonymizer(options.pseudonymKey ?? LOCAL_PSEUDONYM_KEY);
   }
 
-  declare(channel: Channel): Promise<void> {
-    return declareJournal(channel);
+  declare(connection: ChannelModel): Promise<void> {
+    return declareJournal(connection, { maxAge: this.maxAge, log: this.host.log });
   }
 
-  /** Keeps the body as sent, unless `mode` is false (a call that carries secrets). */
-  readonly copyAs: BusJournal["copyAs"] = (mode, routingKey, body, properties) => {
-    if (mode) this.copy(routingKey, body, properties);
-  };
-
-  /** Keeps a copy of a message published to `routingKey` on `rpc` (or a reply sent to a caller). */
-  copy(routingKey: string, body: Buffer, properties: Options.Publish): void {
-    // A large body goes alone, as it was: re-encoding it into a batch would copy it again.
-    if (body.length >= this.maxBatchBytes) {
-      this.publish(routingKey, body, properties);
+  record(note: JournalNote): void {
+    let entry: JournalEntry;
+    try {
+      entry = this.entryOf(note);
+    } catch (error) {
+      this.host.log.debug({ err: error, name: note.name }, "journal entry not kept");
       return;
     }
-    this.entries.push({ routingKey, properties, body });
-    this.bytes += body.length;
-    if (this.bytes >= this.maxBatchBytes) this.flush();
+    this.main.add(entry);
+    const started = entry.requestId === undefined ? undefined : timeOfId(entry.requestId);
+    if (started !== undefined && entry.at - started > this.lateAfterMs) this.late.add(entry);
+    if (this.main.bytes >= this.maxBatchBytes || this.late.bytes >= this.maxBatchBytes) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.flushMs);
   }
 
@@ -79,64 +98,59 @@ export class JournalWriter implements BusJournal {
   flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    const entries = this.entries;
-    if (entries.length === 0) return;
-    this.entries = [];
-    this.bytes = 0;
-    if (entries.length === 1) {
-      const [only] = entries as [JournalEntry];
-      this.publish(only.routingKey, only.body, only.properties);
-      return;
-    }
-    this.publish(JOURNAL_BATCH, cbor.encode({ entries }), {
-      type: JOURNAL_BATCH,
-      contentType: CBOR_CONTENT_TYPE,
-      timestamp: amqpTimestamp(),
-      headers: { [Header.KIND]: JOURNAL_BATCH, [Header.PUBLISHED_BY]: this.host.service },
-    });
+    this.send(JOURNAL_EXCHANGE, this.main.take());
+    this.send(LATE_EXCHANGE, this.late.take());
   }
 
-  private publish(routingKey: string, body: Buffer, properties: Options.Publish): void {
+  private entryOf(note: JournalNote): JournalEntry {
+    const entry: JournalEntry = {
+      id: note.id,
+      kind: note.kind,
+      name: note.name,
+      at: note.at,
+      service: this.host.service,
+    };
+    if (note.requestId !== undefined) entry.requestId = note.requestId;
+    const traceId = traceIdOf(note.traceparent);
+    if (traceId !== undefined) entry.traceId = traceId;
+    if (note.causedBy !== undefined) entry.causedBy = note.causedBy;
+    if (note.correlationId !== undefined) entry.correlationId = note.correlationId;
+    if (note.messageId !== undefined) entry.messageId = note.messageId;
+    if (note.message) {
+      entry.properties = note.message.properties;
+      entry.body = note.message.body;
+    }
+    if (note.summary !== undefined) entry.summary = note.summary;
+    return redactEntry(entry, note, this.pseudonymize);
+  }
+
+  private send(exchange: string, entries: JournalEntry[]): void {
+    if (entries.length === 0) return;
     const channel = this.host.channel();
     if (!channel) {
-      this.host.log.debug({ routingKey }, "journal copy not published (no channel)");
+      this.host.log.debug({ entries: entries.length }, "journal entries not published (no channel)");
       return;
     }
     try {
-      channel.publish(JOURNAL_EXCHANGE, routingKey, body, properties);
+      const batch = encodeBatch(entries, this.host.service);
+      channel.publish(exchange, "", batch.body, batch.properties);
     } catch (error) {
-      this.host.log.debug({ err: error, routingKey }, "journal copy not published");
+      this.host.log.debug({ err: error, entries: entries.length }, "journal entries not published");
     }
   }
 }
 
 /**
+ * The pseudonym key of a local run. A deployment sets its own secret (JOURNAL_PSEUDONYM_KEY): with this
+ * one anybody can test a guess of an e-mail address against its pseudonym.
+ */
+export const LOCAL_PSEUDONYM_KEY = "fundraise-local-journal-key";
+
+/**
  * What a bus takes as `journal`: `createAmqpBus({ ..., journal: journalWriter() })` declares the journal
- * on every (re)connect and copies the bus's RPC requests and replies to it, in batches.
+ * on every (re)connect and records the bus's traffic in it, in batches.
  */
 export const journalWriter =
   (options: JournalWriterOptions = {}): JournalFactory =>
   (host) =>
     new JournalWriter(host, options);
-
-/** A journal delivery as the reader needs it. */
-export type JournalMessage = Pick<ConsumeMessage, "content" | "fields" | "properties">;
-
-/**
- * The messages a journal delivery holds: itself, or the entries of a batch, each as if it had been
- * journaled alone (same exchange and stream offset as the batch; `index` tells them apart).
- */
-export function journalMessagesOf(message: JournalMessage): Array<JournalMessage & { index?: number }> {
-  if (message.properties.type !== JOURNAL_BATCH) return [message];
-  const { entries } = cbor.decode(message.content) as { entries: JournalEntry[] };
-  const offset = message.properties.headers?.[Header.STREAM_OFFSET];
-  return entries.map((entry, index) => ({
-    index,
-    content: Buffer.isBuffer(entry.body) ? entry.body : Buffer.from(entry.body),
-    fields: { ...message.fields, routingKey: entry.routingKey },
-    properties: {
-      ...(entry.properties as ConsumeMessage["properties"]),
-      headers: { ...entry.properties.headers, [Header.STREAM_OFFSET]: offset },
-    },
-  }));
-}

@@ -8,6 +8,7 @@ export {
   pruneProcessedMessages,
 } from "./idempotency.ts";
 export {
+  CAUSED_BY_SETTING,
   type EnqueueOptions,
   enqueue,
   enqueueMany,
@@ -16,8 +17,11 @@ export {
   outboxChannelOf,
   outboxDdl,
   outboxTraceDefaultDdl,
+  REQUEST_ID_SETTING,
+  type RowHeaders,
   TRACEPARENT_SETTING,
   withTraceparent,
+  withWriteContext,
 } from "./outbox.ts";
 export { createOutboxRelay, type OutboxRelay, type OutboxRelayOptions } from "./relay.ts";
 export {

@@ -44,9 +44,37 @@ export function outboxTraceDefaultDdl(schema = "public"): string {
 
 /** Records the active span's traceparent in the transaction `executor` runs (nothing outside a span). */
 export async function withTraceparent(executor: SqlExecutor): Promise<void> {
-  const traceparent = activeTraceparent();
-  if (traceparent === undefined) return;
-  await executor.query("SELECT set_config($1, $2, true)", [TRACEPARENT_SETTING, traceparent]);
+  await withWriteContext(executor, undefined);
+}
+
+/** The transaction-local settings of the write's request id and journal cause (see `withWriteContext`). */
+export const REQUEST_ID_SETTING = "fundraise.request_id";
+export const CAUSED_BY_SETTING = "fundraise.caused_by";
+
+/**
+ * Records the write's context in the transaction `executor` runs, in one statement: its traceparent (the
+ * active span's, else the context's), request id and journal cause. Outbox rows a trigger writes take them
+ * (the users schema's `headers` default), so their events belong to the request's story as `enqueue`'s do.
+ * Nothing to record: no statement.
+ */
+export async function withWriteContext(
+  executor: SqlExecutor,
+  context: TraceContext | undefined,
+): Promise<void> {
+  const traceparent = activeTraceparent() ?? context?.traceparent;
+  const { requestId, causedBy } = context ?? {};
+  if (traceparent === undefined && requestId === undefined && causedBy === undefined) return;
+  await executor.query(
+    "SELECT set_config($1, $2, true), set_config($3, $4, true), set_config($5, $6, true)",
+    [
+      TRACEPARENT_SETTING,
+      traceparent ?? "",
+      REQUEST_ID_SETTING,
+      requestId ?? "",
+      CAUSED_BY_SETTING,
+      causedBy ?? "",
+    ],
+  );
 }
 
 /** The LISTEN/NOTIFY channel the relay wakes up on; enqueue notifies it (delivered at commit). */
@@ -74,17 +102,33 @@ export async function enqueue<D extends EventDescriptor>(
   const schema = checkSchema(options.schema ?? "public");
   const id = options.messageId ?? randomUUID();
   const { body, contentType } = encodeBody(payload);
-  const headers: Record<string, string> = {};
-  const { requestId, traceparent = activeTraceparent() } = options.context ?? {};
-  if (requestId !== undefined) headers.requestId = requestId;
-  // The write's trace: the consumers of the event continue it when the relay publishes the row.
-  if (traceparent !== undefined) headers.traceparent = traceparent;
+  const headers = rowHeaders(options.context);
   await executor.query(
     `INSERT INTO ${schema}.outbox (id, event_name, payload, content_type, headers) VALUES ($1, $2, $3, $4, $5)`,
     [id, descriptor.name, body, contentType, JSON.stringify(headers)],
   );
   await executor.query("SELECT pg_notify($1, '')", [outboxChannelOf(schema)]);
   return id;
+}
+
+/**
+ * What a row keeps of the write that made it: the request id and the journal id of the handling that wrote
+ * it (the event's place in the request's story), and the write's trace, which the event's consumers continue.
+ */
+function rowHeaders(context: TraceContext | undefined): RowHeaders {
+  const headers: RowHeaders = {};
+  const { requestId, causedBy, traceparent = activeTraceparent() } = context ?? {};
+  if (requestId !== undefined) headers.requestId = requestId;
+  if (causedBy !== undefined) headers.causedBy = causedBy;
+  if (traceparent !== undefined) headers.traceparent = traceparent;
+  return headers;
+}
+
+/** The `headers` column of an outbox row. */
+export interface RowHeaders {
+  requestId?: string;
+  causedBy?: string;
+  traceparent?: string;
 }
 
 /** One event of `enqueueMany`. */
@@ -108,11 +152,7 @@ export async function enqueueMany(
 ): Promise<string[]> {
   if (items.length === 0) return [];
   const schema = checkSchema(options.schema ?? "public");
-  const headers: Record<string, string> = {};
-  const { requestId, traceparent = activeTraceparent() } = options.context ?? {};
-  if (requestId !== undefined) headers.requestId = requestId;
-  // The write's trace: the consumers of the event continue it when the relay publishes the row.
-  if (traceparent !== undefined) headers.traceparent = traceparent;
+  const headers = rowHeaders(options.context);
   const rows = items.map(({ descriptor, payload }) => {
     validatorOf(descriptor.payload).assert(payload, `${descriptor.name} event`);
     const { body, contentType } = encodeBody(payload);

@@ -2,7 +2,7 @@ import { type Bus, decodeBody } from "@fundraise/bus";
 import type { EventDescriptor } from "@fundraise/protocol";
 import pino, { type Logger } from "pino";
 import Type from "typebox";
-import { outboxChannelOf } from "./outbox.ts";
+import { outboxChannelOf, type RowHeaders } from "./outbox.ts";
 import { checkSchema, type SqlClient, type SqlPool } from "./sql.ts";
 
 export interface OutboxRelayOptions {
@@ -35,7 +35,7 @@ interface OutboxRow {
   event_name: string;
   payload: Buffer;
   content_type: string;
-  headers: { requestId?: string; traceparent?: string } | null;
+  headers: RowHeaders | null;
 }
 
 /** Accepts any payload: it was validated by enqueue, before it was committed. */
@@ -82,6 +82,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
           await options.bus.publish(anyPayload(row.event_name), payload as never, {
             messageId: row.id,
             ...(row.headers?.requestId !== undefined ? { requestId: row.headers.requestId } : {}),
+            ...(row.headers?.causedBy !== undefined ? { causedBy: row.headers.causedBy } : {}),
             ...(row.headers?.traceparent !== undefined ? { traceparent: row.headers.traceparent } : {}),
           });
           done.push(row.id);

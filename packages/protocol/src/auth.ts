@@ -1,38 +1,44 @@
 import Type from "typebox";
 import { Address, Id, Nullable } from "./common.ts";
 import { defineEvent, defineRpc } from "./message.ts";
+import { personal } from "./personal.ts";
 import { SessionChange, SessionState } from "./sessions.ts";
+
+/** The signed text of a sign-in or sign-up: it carries the sign-in nonce, so it is treated as one. */
+const SignedText = Type.Optional(
+  personal("nonce", Nullable(Type.String({ maxLength: 4096, description: "full EIP-4361 message" }))),
+);
 
 export const UserLoginRequest = Type.Object(
   {
     address: Nullable(Type.String({ maxLength: 64 })),
     signedMessage: Nullable(Type.String({ maxLength: 1024 })),
-    message: Type.Optional(Nullable(Type.String({ maxLength: 4096, description: "full EIP-4361 message" }))),
+    message: SignedText,
   },
   { $id: "UserLoginRequest" },
 );
 
 export const UserRegisterRequest = Type.Object(
   {
-    name: Nullable(Type.String({ maxLength: 100 })),
-    surname: Nullable(Type.String({ maxLength: 100 })),
+    name: personal("name", Nullable(Type.String({ maxLength: 100 }))),
+    surname: personal("name", Nullable(Type.String({ maxLength: 100 }))),
     username: Nullable(Type.String({ maxLength: 32 })),
-    mailAddress: Nullable(Type.String({ maxLength: 254 })),
+    mailAddress: personal("email", Nullable(Type.String({ maxLength: 254 }))),
     signedMessage: Nullable(Type.String({ maxLength: 1024 })),
-    message: Type.Optional(Nullable(Type.String({ maxLength: 4096, description: "full EIP-4361 message" }))),
+    message: SignedText,
   },
   { $id: "UserRegisterRequest" },
 );
 
 /** Where a request came from, for per-IP rate limits. */
-const Origin = Type.Object({ ip: Type.String() });
+const Origin = Type.Object({ ip: personal("ip", Type.String()) });
 
 export const Jwks = Type.Object({ keys: Type.Array(Type.Record(Type.String(), Type.Unknown())) });
 
 export const AuthRpc = {
   nonce: defineRpc("auth.nonce.issue", {
     request: Type.Object({ address: Type.String(), origin: Origin }),
-    response: Type.Integer({ minimum: 0 }),
+    response: personal("nonce", Type.Integer({ minimum: 0 })),
   }),
   login: defineRpc("auth.session.login", {
     request: Type.Object({ login: UserLoginRequest, origin: Origin }),
@@ -48,15 +54,19 @@ export const AuthRpc = {
     journal: false,
   }),
   verifyEmail: defineRpc("auth.email.verify", {
-    request: Type.Object({ email: Type.String(), token: Type.String() }),
+    request: Type.Object({ email: personal("email", Type.String()), token: Type.String() }),
     response: Type.String(),
     journal: false,
   }),
-  jwks: defineRpc("auth.keys.jwks", { request: Type.Object({}), response: Jwks }),
-  /** Asked by the gateway when a session hash is missing from Redis: rebuilt from Postgres, then answered. */
+  jwks: defineRpc("auth.keys.jwks", { request: Type.Object({}), response: Jwks, effect: "read" }),
+  /**
+   * Asked by the gateway when a session hash is missing from Redis: rebuilt from Postgres, then answered.
+   * A read: Redis gets a copy of what Postgres holds (merged, never older), Postgres is not written.
+   */
   rebuildSession: defineRpc("auth.session.rebuild", {
     request: Type.Object({ userId: Id }),
     response: SessionState,
+    effect: "read",
   }),
   /**
    * Asked by the users service before an admin's role change or an account's deletion answers: the session

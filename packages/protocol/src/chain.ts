@@ -39,18 +39,37 @@ const ByAddress = Type.Object({ address: Type.String() });
 const IndexedBlock = Type.Integer({ description: "last block indexed when the answer was read" });
 const Logs = Type.Object({ logs: Type.Array(EventLog), indexedBlock: IndexedBlock });
 
+/** Every chain call reads the index (written from the chain's logs alone): `effect: "read"`. */
 export const ChainRpc = {
-  evaluationLogs: defineRpc("chain.logs.evaluations", { request: Type.Object({}), response: Logs }),
-  registerLogs: defineRpc("chain.logs.registrations", { request: Type.Object({}), response: Logs }),
-  whitelistInsertLogs: defineRpc("chain.logs.whitelist-inserts", { request: ByAddress, response: Logs }),
-  whitelistRemoveLogs: defineRpc("chain.logs.whitelist-removes", { request: ByAddress, response: Logs }),
+  evaluationLogs: defineRpc("chain.logs.evaluations", {
+    request: Type.Object({}),
+    response: Logs,
+    effect: "read",
+  }),
+  registerLogs: defineRpc("chain.logs.registrations", {
+    request: Type.Object({}),
+    response: Logs,
+    effect: "read",
+  }),
+  whitelistInsertLogs: defineRpc("chain.logs.whitelist-inserts", {
+    request: ByAddress,
+    response: Logs,
+    effect: "read",
+  }),
+  whitelistRemoveLogs: defineRpc("chain.logs.whitelist-removes", {
+    request: ByAddress,
+    response: Logs,
+    effect: "read",
+  }),
   whitelisted: defineRpc("chain.address.whitelisted", {
     request: ByAddress,
     response: Type.Object({ whitelisted: Type.Boolean(), indexedBlock: IndexedBlock }),
+    effect: "read",
   }),
   role: defineRpc("chain.address.role", {
     request: ByAddress,
     response: Type.Object({ role: UserRole, indexedBlock: IndexedBlock }),
+    effect: "read",
   }),
   auctionByHash: defineRpc("chain.auction.by-hash", {
     request: Type.Object({ fileHash: Type.String() }),
@@ -61,10 +80,12 @@ export const ChainRpc = {
       auctionStatus: Nullable(AuctionStatus),
       indexedBlock: IndexedBlock,
     }),
+    effect: "read",
   }),
   evaluation: defineRpc("chain.project.evaluation", {
     request: Type.Object({ fileHash: Type.String() }),
     response: Type.Object({ isApproved: Nullable(Type.Boolean()), indexedBlock: IndexedBlock }),
+    effect: "read",
   }),
   progress: defineRpc("chain.index.progress", {
     request: Type.Object({}),
@@ -73,6 +94,7 @@ export const ChainRpc = {
       indexedBlock: Type.Integer(),
       headBlock: Type.Integer(),
     }),
+    effect: "read",
   }),
 } as const;
 

@@ -32,9 +32,18 @@ export interface RpcDescriptor<Req extends TSchema = TSchema, Res extends TSchem
    * of them must spread over the instances, not all land on the one that takes the batch.
    */
   readonly batched: boolean;
+  /**
+   * What a call does to the platform's state: `read` changes nothing (a lookup, a count, a list, a chain
+   * read; rebuilding a cache counts as reading), `write` may change something. A replay re-executes reads
+   * only; `write` is the default, so a descriptor that says nothing is never re-executed by mistake.
+   */
+  readonly effect: RpcEffect;
 }
 
 export type JournalMode = boolean;
+
+export const RPC_EFFECTS = ["read", "write"] as const;
+export type RpcEffect = (typeof RPC_EFFECTS)[number];
 
 /** A fact that happened: `<service>.<entity>.<past-participle>`. */
 export interface EventDescriptor<P extends TSchema = TSchema> {
@@ -56,6 +65,7 @@ export function defineRpc<Req extends TSchema, Res extends TSchema>(
     journal?: JournalMode;
     answerKept?: boolean;
     batched?: boolean;
+    effect?: RpcEffect;
   },
 ): RpcDescriptor<Req, Res> {
   const service = name.slice(0, name.indexOf(".")) as ServiceName;
@@ -69,6 +79,7 @@ export function defineRpc<Req extends TSchema, Res extends TSchema>(
     journal: shape.journal ?? true,
     answerKept: shape.answerKept ?? true,
     batched: shape.batched ?? true,
+    effect: shape.effect ?? "write",
   };
 }
 

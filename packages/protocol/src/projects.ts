@@ -11,6 +11,7 @@ import {
   ProjectStatus,
 } from "./common.ts";
 import { defineEvent, defineRpc } from "./message.ts";
+import { personal } from "./personal.ts";
 import { ContentRef } from "./storage.ts";
 
 /** A project as returned (ProjectDTO), with the chain-derived flags the platform adds. */
@@ -138,6 +139,19 @@ export const AddedProject = Type.Object({
 });
 
 const ProjectList = Type.Array(ProjectDto);
+/**
+ * A co-owner: the UserDTO the users service answered, passed on unchecked (users.ts imports this module, so
+ * this one cannot name UserDto). The fields below accept anything, as before: they only say which of its
+ * fields are personal, for the journal.
+ */
+const CoOwner = Type.Unknown({
+  description: "UserDTO",
+  properties: {
+    name: personal("name", Type.Unknown()),
+    surname: personal("name", Type.Unknown()),
+    mailAddress: personal("email", Type.Unknown()),
+  },
+});
 const ById = Type.Object({ caller: MaybeCaller, id: Type.Integer() });
 const ByIdSigned = Type.Object({ caller: Caller, id: Type.Integer() });
 const Done = Type.Null();
@@ -146,8 +160,9 @@ export const ProjectsRpc = {
   list: defineRpc("projects.project.list", {
     request: Type.Object({ caller: MaybeCaller }),
     response: ProjectList,
+    effect: "read",
   }),
-  get: defineRpc("projects.project.get", { request: ById, response: ProjectDto }),
+  get: defineRpc("projects.project.get", { request: ById, response: ProjectDto, effect: "read" }),
   add: defineRpc("projects.project.add", {
     request: Type.Object({ caller: Caller, project: ProjectWrite }),
     response: AddedProject,
@@ -166,6 +181,7 @@ export const ProjectsRpc = {
   byStatus: defineRpc("projects.project.by-status", {
     request: Type.Object({ caller: MaybeCaller, status: ProjectStatus }),
     response: ProjectList,
+    effect: "read",
   }),
   syncStatus: defineRpc("projects.project.sync-status", { request: ByIdSigned, response: ProjectDto }),
   updateMarkdown: defineRpc("projects.project.update-markdown", {
@@ -175,10 +191,12 @@ export const ProjectsRpc = {
   listPermissioned: defineRpc("projects.project.list-permissioned", {
     request: Type.Object({ caller: Caller }),
     response: ProjectList,
+    effect: "read",
   }),
   listInvited: defineRpc("projects.project.list-invited", {
     request: Type.Object({ caller: Caller }),
     response: ProjectList,
+    effect: "read",
   }),
   /**
    * The version tag of the lists this caller shares with every caller of the same view (anonymous; Admin and
@@ -188,19 +206,23 @@ export const ProjectsRpc = {
   listTag: defineRpc("projects.project.list-tag", {
     request: Type.Object({ caller: MaybeCaller }),
     response: Nullable(Type.String()),
+    effect: "read",
   }),
   /** Projects as the event stream sends them, with their members; missing ids are left out. */
   views: defineRpc("projects.project.views", {
     request: Type.Object({ projectIds: Type.Array(Id, { maxItems: 100 }) }),
     response: Type.Array(ProjectView),
+    effect: "read",
   }),
   top: defineRpc("projects.project.top", {
     request: Type.Object({ caller: MaybeCaller, count: Type.Integer() }),
     response: ProjectList,
+    effect: "read",
   }),
   hashes: defineRpc("projects.project.hashes", {
     request: Type.Object({ caller: Caller, onlyAuctionsStarted: Type.Boolean() }),
     response: Type.Array(Type.String()),
+    effect: "read",
   }),
   viewerReply: defineRpc("projects.project.viewer-reply", {
     request: Type.Object({ caller: Caller, id: Type.Integer(), reply: Type.Boolean() }),
@@ -209,6 +231,7 @@ export const ProjectsRpc = {
   viewerQueue: defineRpc("projects.project.viewer-queue", {
     request: Type.Object({ caller: Caller }),
     response: ProjectList,
+    effect: "read",
   }),
   syncAuction: defineRpc("projects.project.sync-auction", { request: ByIdSigned, response: ProjectDto }),
   invite: defineRpc("projects.permission.invite", {
@@ -221,7 +244,8 @@ export const ProjectsRpc = {
   }),
   coOwners: defineRpc("projects.permission.co-owners", {
     request: Type.Object({ caller: Caller, projectID: Type.Integer() }),
-    response: Type.Array(Type.Unknown({ description: "UserDTO" })),
+    response: Type.Array(CoOwner),
+    effect: "read",
   }),
   removeCollaborator: defineRpc("projects.permission.remove", {
     request: Type.Object({ caller: Caller, request: ProjectPermissionRequest }),
@@ -231,10 +255,12 @@ export const ProjectsRpc = {
   heldContent: defineRpc("projects.content.held", {
     request: Type.Object({ fileHashes: Type.Array(FileHash, { maxItems: 1000 }) }),
     response: Type.Array(FileHash),
+    effect: "read",
   }),
   pendingInvitations: defineRpc("projects.permission.pending-of-user", {
     request: Type.Object({ userId: Id }),
     response: Type.Array(ProjectPermission),
+    effect: "read",
   }),
   /**
    * Asked by the users service inside the transaction that deletes a user, before it commits: refused (409

@@ -1,16 +1,17 @@
 import Type from "typebox";
 import { Address, Caller, DateTime, Id, Nullable, UserRole } from "./common.ts";
 import { defineEvent, defineRpc } from "./message.ts";
+import { personal } from "./personal.ts";
 import { ProjectPermission } from "./projects.ts";
 
 /** A user as returned (UserDTO). Nonce and verification data never leave the auth service. */
 export const UserDto = Type.Object(
   {
     id: Id,
-    name: Nullable(Type.String()),
-    surname: Nullable(Type.String()),
+    name: personal("name", Nullable(Type.String())),
+    surname: personal("name", Nullable(Type.String())),
     address: Nullable(Type.String()),
-    mailAddress: Nullable(Type.String()),
+    mailAddress: personal("email", Nullable(Type.String())),
     username: Nullable(Type.String()),
     role: Nullable(UserRole),
     invitations: Nullable(Type.Array(ProjectPermission)),
@@ -20,10 +21,10 @@ export const UserDto = Type.Object(
 
 /** The updatable part of a UserDTO (PUT /user/update); address, role and invitations are ignored. */
 export const UserUpdate = Type.Object({
-  name: Type.Optional(Nullable(Type.String({ maxLength: 100 }))),
-  surname: Type.Optional(Nullable(Type.String({ maxLength: 100 }))),
+  name: Type.Optional(personal("name", Nullable(Type.String({ maxLength: 100 })))),
+  surname: Type.Optional(personal("name", Nullable(Type.String({ maxLength: 100 })))),
   username: Type.Optional(Nullable(Type.String({ maxLength: 32 }))),
-  mailAddress: Type.Optional(Nullable(Type.String({ maxLength: 254 }))),
+  mailAddress: Type.Optional(personal("email", Nullable(Type.String({ maxLength: 254 })))),
 });
 
 const Signed = Type.Object({ caller: Caller });
@@ -36,9 +37,9 @@ export const UserAccount = Type.Object({
   id: Id,
   address: Address,
   username: Type.String(),
-  name: Type.String(),
-  surname: Type.String(),
-  mailAddress: Nullable(Type.String()),
+  name: personal("name", Type.String()),
+  surname: personal("name", Type.String()),
+  mailAddress: personal("email", Nullable(Type.String())),
   role: UserRole,
   /** The chain's role when last seen (sign-in skips telling the users service what it already knows). */
   chainRole: Nullable(UserRole),
@@ -54,10 +55,10 @@ export type SignUpProof = (typeof SIGN_UP_PROOFS)[number];
 /** Sign-up data after the auth service checked the signature: the address is the recovered one. */
 export const NewUser = Type.Object({
   address: Address,
-  name: Type.String({ minLength: 1, maxLength: 100 }),
-  surname: Type.String({ minLength: 1, maxLength: 100 }),
+  name: personal("name", Type.String({ minLength: 1, maxLength: 100 })),
+  surname: personal("name", Type.String({ minLength: 1, maxLength: 100 })),
   username: Type.String({ minLength: 3, maxLength: 32, pattern: "^[A-Za-z0-9_.-]+$" }),
-  mailAddress: Type.String({ minLength: 3, maxLength: 254 }),
+  mailAddress: personal("email", Type.String({ minLength: 3, maxLength: 254 })),
   /** Until then this unverified registration blocks its address, username and e-mail; after, it is replaced. */
   pendingUntil: DateTime,
   /**
@@ -69,8 +70,12 @@ export const NewUser = Type.Object({
 });
 
 export const UsersRpc = {
-  count: defineRpc("users.user.count", { request: Type.Object({}), response: Type.Integer() }),
-  get: defineRpc("users.user.get", { request: Signed, response: UserDto }),
+  count: defineRpc("users.user.count", {
+    request: Type.Object({}),
+    response: Type.Integer(),
+    effect: "read",
+  }),
+  get: defineRpc("users.user.get", { request: Signed, response: UserDto, effect: "read" }),
   update: defineRpc("users.user.update", {
     request: Type.Object({ caller: Caller, user: UserUpdate }),
     response: UserDto,
@@ -80,7 +85,7 @@ export const UsersRpc = {
     request: Type.Object({ caller: Caller, id: Type.Integer() }),
     response: Type.Null(),
   }),
-  list: defineRpc("users.user.list", { request: Signed, response: Type.Array(UserDto) }),
+  list: defineRpc("users.user.list", { request: Signed, response: Type.Array(UserDto), effect: "read" }),
   updateRole: defineRpc("users.user.update-role", {
     request: Type.Object({ caller: Caller, address: Type.String(), role: Type.String() }),
     response: UserDto,
@@ -99,9 +104,10 @@ export const UsersRpc = {
   byAddress: defineRpc("users.user.by-address", {
     request: Type.Object({ address: Address }),
     response: Nullable(UserAccount),
+    effect: "read",
   }),
   markVerified: defineRpc("users.user.mark-verified", {
-    request: Type.Object({ userId: Id, mailAddress: Type.String() }),
+    request: Type.Object({ userId: Id, mailAddress: personal("email", Type.String()) }),
     response: UserAccount,
   }),
   setChainRole: defineRpc("users.user.set-chain-role", {
@@ -113,11 +119,13 @@ export const UsersRpc = {
   byUsername: defineRpc("users.user.by-username", {
     request: Type.Object({ username: Type.String({ minLength: 1, maxLength: 64 }) }),
     response: Nullable(UserDto),
+    effect: "read",
   }),
   /** The users with these ids that exist, in id order; `invitations` is null. */
   byIds: defineRpc("users.user.by-ids", {
     request: Type.Object({ ids: Type.Array(Id, { maxItems: 1000 }) }),
     response: Type.Array(UserDto),
+    effect: "read",
   }),
 } as const;
 
@@ -136,7 +144,7 @@ export const UsersEvents = {
   /** A user changed the e-mail: it is unverified until the link the auth service mails is followed. */
   emailChanged: defineEvent(
     "users.user.email-changed",
-    Type.Object({ userId: Id, address: Address, mailAddress: Type.String() }),
+    Type.Object({ userId: Id, address: Address, mailAddress: personal("email", Type.String()) }),
   ),
   roleChanged: defineEvent(
     "users.user.role-changed",

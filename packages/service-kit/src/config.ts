@@ -31,6 +31,18 @@ export const AmqpEnv = {
     default: true,
     description: "append every bus message to the replayable journal stream",
   }),
+  JOURNAL_MAX_AGE: Type.String({
+    default: "7D",
+    pattern: "^[1-9][0-9]*(Y|M|D|h|m|s)$",
+    description:
+      "how long the journal keeps entries (a number and Y, M, D, h, m or s), applied when its stream is made; an existing stream keeps its own (a policy changes it: docs/adr/0034)",
+  }),
+  JOURNAL_PSEUDONYM_KEY: Type.String({
+    default: "fundraise-local-journal-key",
+    minLength: 16,
+    description:
+      "secret key of the pseudonyms that replace e-mail addresses, names and IPs in the journal; set your own in production, the same in every service",
+  }),
 };
 export const RedisEnv = {
   REDIS_URL: Type.String({
@@ -100,6 +112,8 @@ export const amqpSection = (e: EnvOf<typeof AmqpEnv>) => ({
   url: e.AMQP_URL,
   prefetch: e.AMQP_PREFETCH,
   journal: e.BUS_JOURNAL,
+  journalMaxAge: e.JOURNAL_MAX_AGE,
+  journalKey: e.JOURNAL_PSEUDONYM_KEY,
 });
 export const logSection = (e: EnvOf<typeof LogEnv>) => ({ level: e.LOG_LEVEL });
 export const redisSection = (e: EnvOf<typeof RedisEnv>) => ({ url: e.REDIS_URL, prefix: e.REDIS_PREFIX });

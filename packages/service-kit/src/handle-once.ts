@@ -13,7 +13,7 @@ import { executorOf } from "./sql.ts";
 export async function handleOnce(
   em: EntityManager,
   claim: { schema: string; consumer: string; key?: string },
-  ctx: Pick<MessageContext, "messageId" | "log">,
+  ctx: Pick<MessageContext, "messageId" | "log" | "markDuplicate">,
   work: (em: EntityManager) => Promise<void>,
 ): Promise<boolean> {
   const messageKey = claim.key ?? ctx.messageId;
@@ -24,7 +24,11 @@ export async function handleOnce(
       () => work(tx),
       { schema: claim.schema },
     );
-    if (outcome.duplicate) ctx.log.debug({ messageKey }, "already processed");
+    if (outcome.duplicate) {
+      ctx.log.debug({ messageKey }, "already processed");
+      // The journal records this delivery as a duplicate skipped, not as handled.
+      ctx.markDuplicate?.();
+    }
     return !outcome.duplicate;
   });
 }

@@ -11,3 +11,4 @@ export * from "./service-database.ts";
 export * from "./shutdown.ts";
 export * from "./sql.ts";
 export * from "./sql-pool.ts";
+export { UNTRACED_PATHS } from "./telemetry-env.ts";

@@ -9,7 +9,14 @@ import { type Closers, createShutdown, exitOnSignals, type Shutdown } from "./sh
 
 /** What `runService` needs of a service's config (every config.ts has these). */
 export interface ServiceConfig {
-  amqp: { url: string; prefetch: number; journal: boolean; connectTimeoutMs?: number };
+  amqp: {
+    url: string;
+    prefetch: number;
+    journal: boolean;
+    journalMaxAge?: string;
+    journalKey?: string;
+    connectTimeoutMs?: number;
+  };
   log: { level: string };
   /** The internal port of `/healthz`, `/readyz` and `/metrics` (HealthEnv); port 0 or absent: none. */
   health?: { port: number; host: string };
@@ -93,7 +100,14 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
       service: spec.name,
       logger: log,
       prefetch: config.amqp.prefetch,
-      ...(config.amqp.journal ? { journal: journalWriter() } : {}),
+      ...(config.amqp.journal
+        ? {
+            journal: journalWriter({
+              ...(config.amqp.journalMaxAge === undefined ? {} : { maxAge: config.amqp.journalMaxAge }),
+              ...(config.amqp.journalKey === undefined ? {} : { pseudonymKey: config.amqp.journalKey }),
+            }),
+          }
+        : {}),
       // A database lost or out of connections is 503, wherever the handler met it (reads outside a
       // transaction too), never an unexpected 500.
       translateError: (error) => translateDbError(error),

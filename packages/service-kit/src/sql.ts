@@ -1,4 +1,5 @@
-import { type SqlExecutor, withTraceparent } from "@fundraise/outbox";
+import type { TraceContext } from "@fundraise/bus";
+import { type SqlExecutor, withTraceparent, withWriteContext } from "@fundraise/outbox";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { translateDbError } from "./db-errors.ts";
 import { tracingStarted } from "./telemetry-env.ts";
@@ -46,12 +47,17 @@ export async function inTransaction<T>(
   em: EntityManager,
   work: (tx: Tx) => Promise<T>,
   conflictOf?: (constraint: string | undefined) => { code: string; message: string } | undefined,
+  /**
+   * The request the write serves, for a schema whose triggers write outbox rows (users): the rows carry its
+   * request id, journal cause and trace (one statement). Without it, the trace alone when tracing is on.
+   */
+  context?: TraceContext,
 ): Promise<T> {
   try {
     return await em.transactional(async (txEm) => {
       const sql = executorOf(txEm);
-      // Tracing on: rows a trigger writes to the outbox carry this transaction's trace (outboxTraceDefaultDdl).
-      if (tracingStarted()) await withTraceparent(sql);
+      if (context) await withWriteContext(sql, context);
+      else if (tracingStarted()) await withTraceparent(sql);
       return work({ em: txEm, sql });
     });
   } catch (error) {

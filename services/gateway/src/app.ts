@@ -1,7 +1,6 @@
-import { randomUUID } from "node:crypto";
 import rateLimit from "@fastify/rate-limit";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import type { Bus } from "@fundraise/bus";
+import { type Bus, uuidv7 } from "@fundraise/bus";
 import type { Ipfs } from "@fundraise/ipfs";
 import { AuthRpc, ErrorCode, errors, ProjectsRpc } from "@fundraise/protocol";
 import type { Logger } from "@fundraise/service-kit";
@@ -27,6 +26,7 @@ import { createMetrics, type GatewayMetrics, observeRequests } from "./plugins/m
 import { registerOpenApi } from "./plugins/openapi.ts";
 import { registerPlainNumbers } from "./plugins/plain-numbers.ts";
 import { batchedRedisStore } from "./plugins/rate-limit-store.ts";
+import { journalRequests } from "./plugins/request-journal.ts";
 import { registerRouteTable } from "./plugins/route-table.ts";
 import { registerSecurityHeaders } from "./plugins/security.ts";
 import { createRedisSessionStore } from "./plugins/sessions.ts";
@@ -78,10 +78,11 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, maxParamLength: URL_LIMIT },
     bodyLimit: config.http.bodyLimit,
     trustProxy: config.trustProxy,
-    // A caller's request id travels on across every hop when it looks sane.
+    // A caller's request id travels on across every hop when it looks sane. Ours are time-ordered
+    // (UUIDv7): the journal finds a request's story by the time in its id (ADR 0034).
     genReqId: (request) => {
       const given = request.headers["x-request-id"];
-      return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+      return typeof given === "string" && REQUEST_ID.test(given) ? given : uuidv7();
     },
     logController: new RequestLog(),
     // Router and HTTP-server errors answer the envelope too (plugins/edge-errors.ts).
@@ -89,7 +90,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     clientErrorHandler,
     http: { requireHostHeader: false, maxHeaderSize: HTTP_MAX_HEADER_SIZE },
     ajv: {
-      customOptions: { coerceTypes: true, useDefaults: true, removeAdditional: false, allErrors: false },
+      customOptions: {
+        coerceTypes: true,
+        useDefaults: true,
+        removeAdditional: false,
+        allErrors: false,
+      },
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   // Hooks that finish synchronously call `done` rather than return a promise: they run on every request.
@@ -103,6 +109,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   registerErrorHandling(app);
   registerHttpEdge(app);
   observeRequests(app, deps.metrics ?? createMetrics());
+  journalRequests(app, bus);
   await registerSecurityHeaders(app);
   await registerCors(app, config.corsOrigins);
   await app.register(rateLimit, {

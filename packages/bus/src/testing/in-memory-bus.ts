@@ -10,6 +10,7 @@ import {
 import pino, { type Logger } from "pino";
 import { type Bus, type EventHandler, type MessageContext, type RpcHandler, WithMessage } from "../bus.ts";
 import { successReply } from "../headers.ts";
+import type { JournalNote } from "../journal-hook.ts";
 import { answerOnce, type RpcAnswers } from "../rpc-answers.ts";
 import { testMessageContext } from "./message-context.ts";
 
@@ -20,11 +21,14 @@ import { testMessageContext } from "./message-context.ts";
 export function createInMemoryBus(options: { logger?: Logger } = {}): Bus & {
   /** Events published so far, oldest first. */
   published: { name: string; payload: unknown }[];
+  /** Entries given to `note`, oldest first. */
+  notes: JournalNote[];
 } {
   const log = options.logger ?? pino({ level: "silent" });
   const handlers = new Map<string, RpcHandler<RpcDescriptor>>();
   const subscribers = new Map<string, EventHandler<EventDescriptor>[]>();
   const published: { name: string; payload: unknown }[] = [];
+  const notes: JournalNote[] = [];
   let answers: RpcAnswers | undefined;
 
   const context = (name: string, requestId: string = randomUUID(), deadline?: number): MessageContext =>
@@ -32,6 +36,10 @@ export function createInMemoryBus(options: { logger?: Logger } = {}): Bus & {
 
   const bus: ReturnType<typeof createInMemoryBus> = {
     published,
+    notes,
+    note(note) {
+      notes.push(note);
+    },
     async call(descriptor, request, callOptions) {
       return (await bus.callWithMessage(descriptor, request, callOptions)).data;
     },

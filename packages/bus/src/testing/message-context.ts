@@ -7,9 +7,11 @@ import type { MessageContext } from "../bus.ts";
  * given one), for tests that call a handler directly, e.g. to deliver the same message twice.
  */
 export function testMessageContext(overrides: Partial<MessageContext> = {}): MessageContext {
+  const messageId = overrides.messageId ?? randomUUID();
   return {
     requestId: randomUUID(),
-    messageId: randomUUID(),
+    messageId,
+    causedBy: messageId,
     deadline: undefined,
     traceparent: undefined,
     attempt: 1,

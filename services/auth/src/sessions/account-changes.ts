@@ -93,6 +93,7 @@ export function createAccountChanges(deps: {
       await accounts.invalidate(event.address);
       if (await signUp.verifyNewAddress(event, claimOf(UsersEvents.emailChanged, ctx)))
         ctx.log.info({ userId: event.userId }, "verification mail sent to a changed address");
+      else ctx.markDuplicate?.();
     },
 
     async accountChanged(event, ctx) {

@@ -30,7 +30,10 @@ export interface ChainIndex {
 }
 
 type Position = { block: number; logIndex: number };
-type FactContext = Pick<MessageContext, "messageId" | "log" | "requestId" | "traceparent">;
+type FactContext = Pick<
+  MessageContext,
+  "messageId" | "log" | "requestId" | "traceparent" | "causedBy" | "markDuplicate"
+>;
 
 export interface ChainSync {
   /** ChangeStatus: the status the chain's first ProjectEvaluation gives, read from the index now. */

@@ -22,8 +22,8 @@ export async function serveUsersRpc(bus: Bus, users: UserService): Promise<void>
   // Asked by the auth service only (sign-up, verification, sign-in).
   await bus.serve(UsersRpc.register, (newUser, ctx) => users.register(newUser, ctx));
   await bus.serve(UsersRpc.byAddress, ({ address }) => users.byAddress(address));
-  await bus.serve(UsersRpc.markVerified, ({ userId, mailAddress }) =>
-    users.markVerified(userId, mailAddress),
+  await bus.serve(UsersRpc.markVerified, ({ userId, mailAddress }, ctx) =>
+    users.markVerified(userId, mailAddress, ctx),
   );
   await bus.serve(UsersRpc.setChainRole, ({ address, role }, ctx) => users.setChainRole(address, role, ctx));
   // Asked by the projects service only (memberships).

@@ -190,13 +190,13 @@ export function createRoles(deps: {
           deleted: false,
         };
         return { dto: toUserDto(user), change };
-      });
+      }, ctx);
       await inForce(change, ctx);
       return dto;
     },
 
     setChainRole: (address, role, ctx) =>
-      users.transaction((t) => applyChainRole(t, address, { kind: "read", role }, null, ctx)),
+      users.transaction((t) => applyChainRole(t, address, { kind: "read", role }, null, ctx), ctx),
 
     async applyChainStatus(fact, ctx) {
       const { chainId, txHash, logIndex } = fact.origin;
@@ -205,11 +205,12 @@ export function createRoles(deps: {
       await users.transaction(async (t) => {
         if (!(await t.claimOnce("users", messageKey))) {
           ctx.log.debug({ messageKey }, "chain fact already applied");
+          ctx.markDuplicate?.();
           return;
         }
         const applied = await applyChainRole(t, fact.address, chainFact(fact, now()), txHash, ctx);
         if (applied === null) ctx.log.debug({ messageKey }, "chain fact for an unknown address");
-      });
+      }, ctx);
     },
 
     async retractChainStatus(retraction, ctx) {
@@ -217,7 +218,7 @@ export function createRoles(deps: {
       const { chainId, txHash, logIndex, blockNumber, blockTimestamp } = retraction.origin;
       const messageKey = `retracted:${chainId}:${txHash.toLowerCase()}:${logIndex}`;
       await users.transaction(async (t) => {
-        if (!(await t.claimOnce("users", messageKey))) return;
+        if (!(await t.claimOnce("users", messageKey))) return ctx.markDuplicate?.();
         // The user whose last applied chain fact is the retracted one (a later fact was not retracted).
         for (const user of await t.lockByChainPosition(blockNumber, logIndex)) {
           const role = await deps.chain.role(user.address, ctx);
@@ -235,7 +236,7 @@ export function createRoles(deps: {
           }
           ctx.log.info({ userId: user.id, txHash, role }, "chain status fact retracted by a reorg");
         }
-      });
+      }, ctx);
     },
   };
 }

@@ -128,7 +128,7 @@ export function createSignUp(deps: { users: UserRepository; now: () => Date }): 
         ctx.log.info({ userId: user.id }, "an admin's Blacklist of the address applies to the new sign-up");
       }
       return { userId: user.id, replaced: replacedPending || removed > 0, resent: false };
-    });
+    }, ctx);
   }
 
   return { clearWay, register };

@@ -54,7 +54,8 @@ export type NewUserRow = Pick<
  * and whose events are written to the outbox in the same transaction.
  */
 export interface UserRepository {
-  transaction<T>(work: (tx: UserTx) => Promise<T>): Promise<T>;
+  /** `context`: the request the write serves; the trigger's outbox rows carry it (the journal's story). */
+  transaction<T>(work: (tx: UserTx) => Promise<T>, context?: TraceContext): Promise<T>;
   countVerified(): Promise<number>;
   findById(id: number): Promise<User | null>;
   /** The sign-in fields of the user with this address (any case): one indexed read, no entity. */
@@ -190,10 +191,10 @@ export function createUserRepository(em: () => EntityManager, pool: SqlPool): Us
   };
 
   return {
-    async transaction(work) {
+    async transaction(work, context) {
       const undo: (() => Promise<void>)[] = [];
       try {
-        return await inTransaction(em(), (tx) => work(txOf(tx, undo)), conflictOfConstraint);
+        return await inTransaction(em(), (tx) => work(txOf(tx, undo)), conflictOfConstraint, context);
       } catch (error) {
         for (const step of undo) await step();
         throw error;

@@ -298,10 +298,10 @@ describe("sign-up", () => {
     const { users, service } = setup();
     const address = Wallet.createRandom().address;
     const { userId } = await service.register(signUp(address), ctx());
-    await expect(service.markVerified(userId, "other@example.org")).rejects.toMatchObject({
+    await expect(service.markVerified(userId, "other@example.org", ctx())).rejects.toMatchObject({
       code: "VERIFICATION_TOKEN_INVALID",
     });
-    const account = await service.markVerified(userId, signUp(address).mailAddress.toUpperCase());
+    const account = await service.markVerified(userId, signUp(address).mailAddress.toUpperCase(), ctx());
     expect(account).toMatchObject({ id: userId, isVerified: true });
     expect(await service.countVerified()).toBe(1);
     await expect(service.register(signUp(address), ctx())).rejects.toMatchObject({

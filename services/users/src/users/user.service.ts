@@ -48,7 +48,7 @@ export interface UserService extends Omit<Roles, "lockAuthority"> {
   /** For the projects service: the users with these ids that exist, in id order. */
   byIds(ids: number[]): Promise<UserDtoOut[]>;
   /** Idempotent; refused when the e-mail changed since the link was sent. */
-  markVerified(userId: number, mailAddress: string): Promise<UserAccountOut>;
+  markVerified(userId: number, mailAddress: string, ctx: OpContext): Promise<UserAccountOut>;
 }
 
 export function createUserService(deps: UserServiceDeps): UserService {
@@ -89,7 +89,7 @@ export function createUserService(deps: UserServiceDeps): UserService {
       if (user.role === "Admin" && admins.length <= 1) throw UserErrors.lastAdmin();
       await fence(t, id, ctx);
       return removeAndAnnounce(t, user, ctx);
-    });
+    }, ctx);
     await inForce(change, ctx);
   }
 
@@ -149,7 +149,7 @@ export function createUserService(deps: UserServiceDeps): UserService {
           );
         }
         return toUserDto(user);
-      });
+      }, ctx);
     },
 
     deleteSelf: (caller, ctx) => removeUser(caller.userId, null, ctx),
@@ -179,7 +179,7 @@ export function createUserService(deps: UserServiceDeps): UserService {
 
     byIds: async (ids) => (await users.findByIds([...new Set(ids)])).map((u) => toUserDto(u)),
 
-    markVerified: (userId, mailAddress) =>
+    markVerified: (userId, mailAddress, ctx) =>
       users.transaction(async (t) => {
         const user = await t.lockById(userId);
         if (!user) throw UserErrors.notFound();
@@ -190,6 +190,6 @@ export function createUserService(deps: UserServiceDeps): UserService {
           await t.save();
         }
         return toUserAccount(user);
-      }),
+      }, ctx),
   };
 }

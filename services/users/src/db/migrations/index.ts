@@ -8,6 +8,7 @@ import { Migration20261203000100_admin_decisions } from "./Migration202612030001
 import { Migration20261204000000_outbox_trace } from "./Migration20261204000000_outbox_trace.ts";
 import { Migration20261211000000_rpc_answer } from "./Migration20261211000000_rpc_answer.ts";
 import { Migration20261212000000_rpc_answer_claim } from "./Migration20261212000000_rpc_answer_claim.ts";
+import { Migration20261227000000_outbox_context } from "./Migration20261227000000_outbox_context.ts";
 
 /** Every migration of the users schema, oldest first; applied at start-up. Never edit a committed one. */
 export const migrations = [
@@ -21,4 +22,5 @@ export const migrations = [
   { name: "Migration20261204000000_outbox_trace", class: Migration20261204000000_outbox_trace },
   { name: "Migration20261211000000_rpc_answer", class: Migration20261211000000_rpc_answer },
   { name: "Migration20261212000000_rpc_answer_claim", class: Migration20261212000000_rpc_answer_claim },
+  { name: "Migration20261227000000_outbox_context", class: Migration20261227000000_outbox_context },
 ];
