@@ -49,6 +49,8 @@ interface SubscriptionRole extends ConsumerRole {
   queueType: QueueType;
   prefetch: number;
   topology: SubscriptionTopology | undefined;
+  /** Announced again with its first dead letter in this process (see deadLetter). */
+  announcedDeadLetter?: boolean;
 }
 
 const MAX_ERROR_HEADER_CHARS = 1000;
@@ -115,17 +117,26 @@ export class EventSubscriber {
           role.queueType,
           retryDelays(role.policy),
         );
-        announceSubscription(channel, {
-          consumer: role.consumer,
-          event: role.descriptor.name,
-          queue: role.queue,
-          deadLetterQueue: role.topology.deadLetterQueue,
-          service: this.bus.service,
-          at: Date.now(),
-        });
+        this.announce(role, channel);
       },
       handle: (channel, message) => this.handleEvent(role, channel, message),
     });
+  }
+
+  private announce(role: SubscriptionRole, channel: Channel): void {
+    if (!role.topology) return;
+    try {
+      announceSubscription(channel, {
+        consumer: role.consumer,
+        event: role.descriptor.name,
+        queue: role.queue,
+        deadLetterQueue: role.topology.deadLetterQueue,
+        service: this.bus.service,
+        at: Date.now(),
+      });
+    } catch (error) {
+      this.bus.log.debug({ err: error, queue: role.queue }, "subscription not announced");
+    }
   }
 
   private async handleEvent(
@@ -141,7 +152,7 @@ export class EventSubscriber {
       message.properties,
       { event: role.descriptor.name, consumer: role.consumer, messageId, attempt },
       attempt,
-      deliveryId(messageId, role.consumer, attempt),
+      deliveryId(messageId, role.consumer, attempt, roundOf(message)),
     );
     let duplicate = false;
     ctx.markDuplicate = () => {
@@ -240,7 +251,14 @@ export class EventSubscriber {
       [Header.ORIGINAL_QUEUE]: role.queue,
       [Header.ORIGINAL_ROUTING_KEY]: originalRoutingKey(message),
     };
-    return this.forward(channel, message, Exchanges.DLX, role.queue, headers);
+    const moved = await this.forward(channel, message, Exchanges.DLX, role.queue, headers);
+    // Announced again with the first dead letter of a run: a consumer that died right after its set-up,
+    // whose announcement was lost with it, is found by `pnpm dlq` all the same.
+    if (moved && role.topology && !role.announcedDeadLetter) {
+      role.announcedDeadLetter = true;
+      this.announce(role, channel);
+    }
+    return moved;
   }
 
   /** Moves a message on (retry queue, DLQ): the copy is confirmed before the original is acknowledged. */
@@ -269,6 +287,18 @@ export class EventSubscriber {
     safeAck(this.bus.log, channel, message);
     return true;
   }
+}
+
+/** What tells this handling from an earlier one of the same attempt (deliveryId's `round`). */
+function roundOf(message: ConsumeMessage): string | undefined {
+  const headers = message.properties.headers;
+  const redriven = numberHeader(headers, Header.REDRIVEN_AT);
+  if (redriven !== undefined) return `redriven-${redriven}`;
+  const replayed =
+    stringHeader(headers, Header.REPLAYED_FROM) ?? numberHeader(headers, Header.REPLAYED_FROM_OFFSET);
+  if (replayed !== undefined) return `replayed-${replayed}`;
+  if (message.fields.redelivered) return `redelivered-${Date.now()}`;
+  return undefined;
 }
 
 /** A failure as a delivery's journal entry tells it. */

@@ -20,6 +20,11 @@ export const Header = {
   ORIGINAL_QUEUE: "x-original-queue",
   ORIGINAL_ROUTING_KEY: "x-original-routing-key",
   REPLAYED_FROM_OFFSET: "x-replayed-from-offset",
+  /** A replayed message's journal position (`<offset>:<index>`), set by `pnpm replay -- --republish`. */
+  REPLAYED_FROM: "x-replayed-from",
+  /** A dead letter moved back by `pnpm dlq -- redrive`: the dead-letter queue it came from, and when (ms). */
+  REDRIVEN_FROM: "x-redriven-from",
+  REDRIVEN_AT: "x-redriven-at",
   STREAM_OFFSET: "x-stream-offset",
   /** A keyed write's Idempotency-Key, named with its caller (rpc-answers.ts). */
   IDEMPOTENCY_KEY: "x-idempotency-key",

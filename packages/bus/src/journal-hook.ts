@@ -53,9 +53,14 @@ export interface JournalNote {
   summary?: Record<string, unknown>;
 }
 
-/** The journal id of one handling of an event by one consumer. */
-export const deliveryId = (messageId: string, consumer: string, attempt: number): string =>
-  `${messageId}@${consumer}#${attempt}`;
+/**
+ * The journal id of one handling of an event by one consumer: `<messageId>@<consumer>#<attempt>`, and for a
+ * handling that is not the attempt's first, what makes it another one (`round`): a re-drive from the
+ * dead-letter queue, a replay from the journal, or a redelivery after a crash, which start their attempts
+ * over or repeat one.
+ */
+export const deliveryId = (messageId: string, consumer: string, attempt: number, round?: string): string =>
+  `${messageId}@${consumer}#${attempt}${round === undefined ? "" : `+${round}`}`;
 
 /**
  * A record of the bus's traffic, fed by the bus: `@fundraise/journal` implements it (`journalWriter()`),

@@ -2,11 +2,11 @@ import { Header, numberHeader } from "@fundraise/bus";
 import type { ChannelModel, ConsumeMessage } from "amqplib";
 
 /** How long the last chunk's messages may take to arrive one after the other. */
-const QUIET_MS = 25;
-/** A stream that delivers nothing from `last` within this is empty. */
-const EMPTY_MS = 300;
+const QUIET_MS = 50;
+/** A stream that delivers nothing from `first` within this is empty (a busy broker may take a while). */
+const EMPTY_MS = 1000;
 /** Past this, whatever else arrives was published after the call. */
-const MAX_MS = 1000;
+const MAX_MS = 1500;
 
 export interface StreamBounds {
   /** The offset of the stream's first message still kept; undefined when it is empty. */
@@ -19,7 +19,7 @@ export interface StreamBounds {
  * A stream's first and last offsets as of the call. AMQP 0-9-1 has no query for them (a stream's
  * `messageCount` is 0): a consumer from `last` is handed the stream's last chunk, whose messages arrive
  * together; the highest offset among them is the end. What follows them quickly may be newer chunks: a
- * journal batch stamped after the call ends the burst, and a pause of 25 ms or a second in all.
+ * journal batch stamped after the call ends the burst, and a pause of 50 ms or 1.5 s in all.
  */
 export async function streamBounds(connection: ChannelModel, queue: string): Promise<StreamBounds> {
   const [first] = await offsetsFrom(connection, queue, "first", true);
