@@ -46,6 +46,9 @@ export function uuidv7(now: number = Date.now()): string {
   );
 }
 
+/** What a request id given by a client may be: anything else gets one of ours (gateway), or is refused (replay). */
+export const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
+
 const V7 = /^([0-9a-f]{8})-?([0-9a-f]{4})-?7[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$/i;
 /** A W3C trace id whose first 48 bits are a time, as the telemetry's id generator makes them. */
 const TIMED_TRACE = /^([0-9a-f]{8})([0-9a-f]{4})7[0-9a-f]{3}[89ab][0-9a-f]{15}$/i;

@@ -30,7 +30,7 @@ export {
   stringHeader,
   successReply,
 } from "./headers.ts";
-export { timedTraceId, timeOfId, uuidv7 } from "./ids.ts";
+export { REQUEST_ID_PATTERN, timedTraceId, timeOfId, uuidv7 } from "./ids.ts";
 export {
   type BusJournal,
   DELIVERY_OUTCOMES,

@@ -121,19 +121,26 @@ export function entriesOf(message: JournalMessage): JournalEntry[] {
     return decoded.entries as JournalEntry[];
   }
   // Format 1: copies of RPC messages, each `{ routingKey, properties, body }`.
+  const offset = numberHeader(properties.headers, Header.STREAM_OFFSET);
   return (
     decoded.entries as Array<{ routingKey: string; properties: Options.Publish; body: Uint8Array }>
-  ).map((entry) =>
-    entryOfMessage({
-      content: Buffer.from(entry.body),
-      fields: { ...message.fields, routingKey: entry.routingKey },
-      properties: entry.properties as ConsumeMessage["properties"],
-    }),
+  ).map((entry, index) =>
+    entryOfMessage(
+      {
+        content: Buffer.from(entry.body),
+        fields: { ...message.fields, routingKey: entry.routingKey },
+        properties: entry.properties as ConsumeMessage["properties"],
+      },
+      `offset:${offset ?? "?"}:${index}`,
+    ),
   );
 }
 
-/** A format-1 message (an event as routed, an RPC copy) as an entry: times have second resolution. */
-function entryOfMessage(message: JournalMessage): JournalEntry {
+/**
+ * A format-1 message (an event as routed, an RPC copy) as an entry: times have second resolution. One
+ * without a messageId is named by its place in the stream.
+ */
+function entryOfMessage(message: JournalMessage, place?: string): JournalEntry {
   const p = message.properties;
   const headers = (p.headers ?? {}) as Headers;
   const kindHeader = stringHeader(headers, Header.KIND);
@@ -141,7 +148,7 @@ function entryOfMessage(message: JournalMessage): JournalEntry {
   const messageId = typeof p.messageId === "string" ? p.messageId : undefined;
   const traceparent = stringHeader(headers, Header.TRACEPARENT);
   return {
-    id: messageId ?? `offset:${numberHeader(headers, Header.STREAM_OFFSET) ?? "?"}`,
+    id: messageId ?? place ?? `offset:${numberHeader(headers, Header.STREAM_OFFSET) ?? "?"}:0`,
     kind,
     name: typeof p.type === "string" ? p.type : message.fields.routingKey,
     at: typeof p.timestamp === "number" ? p.timestamp * 1000 : 0,

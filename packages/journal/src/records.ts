@@ -1,143 +1,109 @@
-import {
-  decodeBody,
-  Exchanges,
-  Header,
-  type Headers,
-  isMessageKind,
-  type MessageKind,
-  numberHeader,
-  stringHeader,
-} from "@fundraise/bus";
-import type { JournalMessage } from "./journal.ts";
+import { decodeBody, Header, type Headers, type JournalKind } from "@fundraise/bus";
+import type { Options } from "amqplib";
+import type { JournalEntry } from "./format.ts";
+import { keyMatches } from "./read/catalog.ts";
+import { isoMs, type Position } from "./read/positions.ts";
 
-/** Where reading starts: a stream offset spec (`x-stream-offset`). */
-export type ReplayFrom = "first" | "last" | "next" | { offset: number } | { time: Date };
+export { topicMatches } from "./read/catalog.ts";
 
+/** Where a plain read starts (kept under its former name). */
+export type ReplayFrom = Position;
+
+/** Where a re-published entry goes: an exchange and routing key, or one queue (the default exchange). */
+export type RepublishTarget = { exchange: string; routingKey: string } | { queue: string };
+
+/** One journal entry as the replay CLI prints it (one JSON line). */
 export interface JournalRecord {
-  offset: number | undefined;
-  /** The entry's place in a batch of copies sharing one offset (journal.ts); absent for a message alone. */
-  index?: number;
-  time: string | undefined;
-  exchange: string;
-  routingKey: string;
-  kind: MessageKind;
-  type: string | undefined;
-  messageId: string | undefined;
-  correlationId: string | undefined;
-  requestId: string | undefined;
-  contentType: string | undefined;
-  bytes: number;
-  headers: Headers;
-  payload: unknown;
-  /** With republish: what happened to this message. */
-  action?: "republished" | "would-republish" | "skipped";
+  /** `<offset>:<index>`: the batch's stream offset and the entry's place in it (`--from` takes it back). */
+  position: string;
+  id: string;
+  kind: JournalKind;
+  name: string;
+  /** ISO 8601 with milliseconds. */
+  at: string;
+  service: string;
+  requestId?: string;
+  traceId?: string;
+  causedBy?: string;
+  correlationId?: string;
+  messageId?: string;
+  /** The message's AMQP properties as sent, but its headers. */
+  properties?: Omit<Options.Publish, "headers">;
+  headers?: Headers;
+  /** The body decoded (JSON); `{ $undecodable }` when it is not. */
+  payload?: unknown;
+  summary?: Record<string, unknown>;
+  /** Where personal values were replaced before the entry was kept. */
+  redacted?: string[];
+  /** With --republish: what happened to this entry, and why when it was not re-published. */
+  action?: "republished" | "would-republish" | "skipped" | "refused" | "unroutable";
   reason?: string;
+  target?: RepublishTarget;
 }
 
-/** AMQP topic matching: words split on `.`, `*` is exactly one word, `#` is zero or more. */
-export function topicMatches(pattern: string, routingKey: string): boolean {
-  const p = pattern.split(".");
-  const k = routingKey.split(".");
-  const memo = new Map<string, boolean>();
-  const match = (i: number, j: number): boolean => {
-    const id = `${i}:${j}`;
-    const hit = memo.get(id);
-    if (hit !== undefined) return hit;
-    let result: boolean;
-    if (i === p.length) result = j === k.length;
-    else if (p[i] === "#") result = match(i + 1, j) || (j < k.length && match(i, j + 1));
-    else result = j < k.length && (p[i] === "*" || p[i] === k[j]) && match(i + 1, j + 1);
-    memo.set(id, result);
-    return result;
+/** The printable record of an entry found at `position`: its body is decoded only here, for matches. */
+export function recordOf(entry: JournalEntry, position: string): JournalRecord {
+  const record: JournalRecord = {
+    position,
+    id: entry.id,
+    kind: entry.kind,
+    name: entry.name,
+    at: isoMs(entry.at),
+    service: entry.service,
   };
-  return match(0, 0);
-}
-
-/** Parses `first|last|next|<offset>|offset:<n>|<ISO time>`. */
-export function parseFrom(value: string): ReplayFrom {
-  const text = value.trim();
-  if (text === "first" || text === "last" || text === "next") return text;
-  const offsetMatch = /^(?:offset[:= ]\s*)?(\d+)$/.exec(text);
-  if (offsetMatch) return { offset: Number(offsetMatch[1]) };
-  // A date needs at least year-month-day: "12" above is an offset, never a year.
-  if (/^\d{4}-\d{2}-\d{2}/.test(text)) {
-    const time = new Date(text);
-    if (!Number.isNaN(time.getTime())) return { time };
+  if (entry.requestId !== undefined) record.requestId = entry.requestId;
+  if (entry.traceId !== undefined) record.traceId = entry.traceId;
+  if (entry.causedBy !== undefined) record.causedBy = entry.causedBy;
+  if (entry.correlationId !== undefined) record.correlationId = entry.correlationId;
+  if (entry.messageId !== undefined) record.messageId = entry.messageId;
+  if (entry.properties) {
+    const { headers, ...properties } = entry.properties;
+    record.properties = properties;
+    if (headers) {
+      const { [Header.STREAM_OFFSET]: _offset, ...rest } = headers as Headers;
+      record.headers = rest;
+    }
   }
-  throw new Error(`--from: expected first, last, next, an offset or an ISO time, got "${value}"`);
+  if (entry.body !== undefined) record.payload = payloadOf(entry);
+  if (entry.summary !== undefined) record.summary = entry.summary;
+  if (entry.redacted !== undefined) record.redacted = entry.redacted;
+  return record;
 }
 
-/** The `x-stream-offset` argument for a start position; times go as AMQP timestamps (seconds). */
-export function streamOffsetArgument(from: ReplayFrom): unknown {
-  if (typeof from === "string") return from;
-  if ("offset" in from) return from.offset;
-  return { "!": "timestamp", value: Math.floor(from.time.getTime() / 1000) };
+/** An entry's body as a Buffer (CBOR hands byte strings back as Uint8Array or Buffer). */
+export function bodyOf(entry: JournalEntry): Buffer | undefined {
+  const body = entry.body;
+  if (body === undefined) return undefined;
+  return Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
 }
 
-export function kindOf(headers: Headers | undefined): MessageKind {
-  const kind = stringHeader(headers, Header.KIND);
-  return isMessageKind(kind) ? kind : "event";
-}
-
-/** A journal delivery as a printable record: its headers, and its JSON payload decoded. */
-export function toRecord(message: JournalMessage & { index?: number }): JournalRecord {
-  const properties = message.properties;
-  const headers = (properties.headers ?? {}) as Headers;
-  let payload: unknown;
+/** The decoded body; one that does not decode stays visible instead of failing the read. */
+export function payloadOf(entry: JournalEntry): unknown {
+  const body = bodyOf(entry);
+  if (body === undefined) return undefined;
   try {
-    payload = decodeBody(message.content, properties.contentType);
+    return decodeBody(body, entry.properties?.contentType);
   } catch {
-    payload = {
-      $undecodable: message.content.length,
-      base64: message.content.subarray(0, 64).toString("base64"),
-    };
+    return { $undecodable: body.length, base64: body.subarray(0, 64).toString("base64") };
   }
-  const timestamp = typeof properties.timestamp === "number" ? properties.timestamp : undefined;
-  const { [Header.STREAM_OFFSET]: _offset, ...rest } = headers;
-  return {
-    offset: numberHeader(headers, Header.STREAM_OFFSET),
-    ...(message.index === undefined ? {} : { index: message.index }),
-    time: timestamp === undefined ? undefined : new Date(timestamp * 1000).toISOString(),
-    exchange: message.fields.exchange,
-    routingKey: message.fields.routingKey,
-    kind: kindOf(headers),
-    type: typeof properties.type === "string" ? properties.type : undefined,
-    messageId: typeof properties.messageId === "string" ? properties.messageId : undefined,
-    correlationId: typeof properties.correlationId === "string" ? properties.correlationId : undefined,
-    requestId: stringHeader(headers, Header.REQUEST_ID),
-    contentType: typeof properties.contentType === "string" ? properties.contentType : undefined,
-    bytes: message.content.length,
-    headers: rest,
-    payload,
-  };
 }
 
 export interface ReplayFilter {
+  /** Routing-key pattern matched against entry names (`keyMatches`). */
   key?: string;
-  kind?: MessageKind;
-  /** Chunk-level stream seeking may start a little early: drop what precedes the requested time. */
-  notBefore?: Date;
+  kind?: JournalKind;
+  /** Entry times (ms), inclusive. */
+  notBefore?: number;
+  notAfter?: number;
 }
 
 export function matchesFilter(
-  record: Pick<JournalRecord, "routingKey" | "kind" | "time">,
+  entry: Pick<JournalEntry, "kind" | "name" | "at">,
   filter: ReplayFilter,
-) {
-  if (filter.key !== undefined && !topicMatches(filter.key, record.routingKey)) return false;
-  if (filter.kind !== undefined && record.kind !== filter.kind) return false;
-  if (filter.notBefore !== undefined && record.time !== undefined) {
-    // AMQP timestamps have second resolution: compare at that resolution.
-    if (Date.parse(record.time) < Math.floor(filter.notBefore.getTime() / 1000) * 1000) return false;
-  }
+): boolean {
+  if (filter.kind !== undefined && entry.kind !== filter.kind) return false;
+  if (filter.key !== undefined && !keyMatches(filter.key, entry.kind, entry.name)) return false;
+  if (filter.notBefore !== undefined && entry.at < filter.notBefore) return false;
+  if (filter.notAfter !== undefined && entry.at > filter.notAfter) return false;
   return true;
-}
-
-/** Where a matching message goes when re-published, or why it cannot be. */
-export function republishTarget(
-  record: Pick<JournalRecord, "kind" | "routingKey">,
-  toQueue: string | undefined,
-): { exchange: string; routingKey: string } | { skip: string } {
-  if (toQueue !== undefined) return { exchange: "", routingKey: toQueue };
-  if (record.kind === "event") return { exchange: Exchanges.EVENTS, routingKey: record.routingKey };
-  return { skip: `a ${record.kind} is only re-published with --to-queue` };
 }

@@ -1,241 +1,180 @@
-import { randomUUID } from "node:crypto";
-import { carriedHeaders, compactHeaders, Header, type MessageKind, redactUrl } from "@fundraise/bus";
-import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage, Options } from "amqplib";
-import amqp from "amqplib";
-import { type JournalMessage, journalMessagesOf } from "./journal.ts";
-import {
-  type JournalRecord,
-  matchesFilter,
-  type ReplayFilter,
-  type ReplayFrom,
-  republishTarget,
-  streamOffsetArgument,
-  toRecord,
-} from "./records.ts";
+import type { JournalKind } from "@fundraise/bus";
+import type { ChannelModel } from "amqplib";
+import { entriesOf, type JournalMessage } from "./format.ts";
+import { checkPositions, connectJournal, queueExists, requireJournal } from "./read/connect.ts";
+import { BadOptionError } from "./read/errors.ts";
+import { checkOrder, type Position, positionText, streamStart } from "./read/positions.ts";
+import { readStream } from "./read/reader.ts";
+import { Selection } from "./read/select.ts";
+import { type JournalRecord, recordOf } from "./records.ts";
+import { decide, Republisher } from "./republish.ts";
+import { streamBounds } from "./stream-end.ts";
 import { JOURNAL_QUEUE } from "./topology.ts";
 
 export interface ReplayOptions {
   url: string;
-  from?: ReplayFrom;
-  /** Routing-key pattern with topic-binding syntax: `*` one word, `#` zero or more. */
+  /** Where to start (default: the first entry kept). */
+  from?: Position;
+  /** The last time or position to read; without `follow` a read also ends at the stream's end as of the call. */
+  until?: Position;
+  /** Routing-key pattern, topic syntax (`*` one word, `#` zero or more), matched against entry names. */
   key?: string;
-  kind?: MessageKind;
-  /** Stop after this many matching messages. */
+  kind?: JournalKind;
+  /** Stop after this many matching entries. */
   limit?: number;
-  /** Keep reading new messages until aborted; otherwise stop once the stream is idle for `idleMs`. */
+  /** Keep reading what is written after the call, until `until`, `limit` or `signal`. */
   follow?: boolean;
+  /** @deprecated A read ends at the stream's end as of the call; ignored. */
   idleMs?: number;
-  /** Re-publish matches: events to `events` with their routing key, or any kind to `toQueue`. */
+  /** Re-publish matches that may be sent again (republish.ts `decide`). */
   republish?: boolean;
+  /** With republish: RPC requests too (reads only, unless `allowWrites`). */
+  includeRpc?: boolean;
+  allowWrites?: boolean;
+  /** With republish: to this queue (it must exist) instead of each message's exchange. */
   toQueue?: string;
-  /** With republish: report what would be re-published, publish nothing. */
+  /** With republish: say where each match would go, publish nothing. */
   dryRun?: boolean;
   /** Re-published messages get new message ids, so idempotent consumers process them again. */
   freshIds?: boolean;
-  /** Also replay messages that are themselves replays (skipped by default: no replay loops). */
+  /** Also re-publish entries that are themselves replays (skipped by default: no replay loops). */
   includeReplayed?: boolean;
-  /** Receives every matching message (the CLI prints it as a JSON line). */
+  /** Receives every matching entry (the CLI prints it as a JSON line). */
   onRecord?: (record: JournalRecord) => void;
+  /** A batch that does not decode: reported, and the read goes on. */
+  onWarning?: (line: string) => void;
   signal?: AbortSignal;
 }
 
 export interface ReplaySummary {
-  /** Messages read from the journal. */
+  /** Entries read (batches skipped by their time span undecoded are not counted). */
   read: number;
-  /** Messages that passed the filters. */
+  /** Entries that passed the filters. */
   matched: number;
   republished: number;
+  /** Matches not re-published, whatever the reason (refused ones included). */
   skipped: number;
-  lastOffset: number | undefined;
+  /** RPC writes (or unknown RPCs) refused without --allow-writes. */
+  refused: number;
+  /** Published, but returned by the broker: no queue was bound for them. */
+  unroutable: number;
+  lastPosition: string | undefined;
 }
 
 /**
- * Reads the journal stream from `from`, filters, and prints and/or re-publishes. Resolves with a summary
- * once `limit` messages matched, the stream stayed idle for `idleMs` (unless `follow`), or `signal` aborted.
+ * Reads the journal from `from` to `until`, or to its end as of the call (`follow`: on), filters, and prints
+ * and/or re-publishes. Resolves with a summary; bad positions are BadOptionErrors, a missing broker or
+ * journal ReplayErrors.
  */
 export async function replayJournal(options: ReplayOptions): Promise<ReplaySummary> {
-  const from = options.from ?? "first";
-  const filter: ReplayFilter = {
-    ...(options.key !== undefined ? { key: options.key } : {}),
-    ...(options.kind !== undefined ? { kind: options.kind } : {}),
-    ...(typeof from === "object" && "time" in from ? { notBefore: from.time } : {}),
+  checkOrder(options.from, options.until);
+  const summary: ReplaySummary = {
+    read: 0,
+    matched: 0,
+    republished: 0,
+    skipped: 0,
+    refused: 0,
+    unroutable: 0,
+    lastPosition: undefined,
   };
-  const idleMs = options.idleMs ?? 1000;
-  const summary: ReplaySummary = { read: 0, matched: 0, republished: 0, skipped: 0, lastOffset: undefined };
-  let connection: ChannelModel;
+  const connection = await connectJournal(options.url);
   try {
-    connection = await amqp.connect(options.url, {
-      clientProperties: { connection_name: "bus-replay" },
-      timeout: 10_000,
-    });
-  } catch (error) {
-    throw new Error(`cannot connect to ${redactUrl(options.url)}: ${(error as Error).message}`, {
-      cause: error,
-    });
-  }
-  let channelError: Error | undefined;
-  const remember = (error: Error) => {
-    channelError ??= error;
-  };
-  connection.on("error", remember);
-  try {
-    const reader: Channel = await connection.createChannel();
-    reader.on("error", remember);
-    // Stream consumers need a prefetch and manual acks; the ack only advances the credit.
-    await reader.prefetch(500);
-    const publisher: ConfirmChannel | undefined =
-      options.republish && !options.dryRun ? await connection.createConfirmChannel() : undefined;
-    publisher?.on("error", remember);
-
-    await new Promise<void>((resolve, reject) => {
-      let done = false;
-      let idleTimer: NodeJS.Timeout | undefined;
-      let consumerTag: string | undefined;
-      let queue: Promise<void> = Promise.resolve();
-
-      const finish = (error?: unknown) => {
-        if (done) return;
-        done = true;
-        clearTimeout(idleTimer);
-        options.signal?.removeEventListener("abort", onAbort);
-        const cancelled = consumerTag ? reader.cancel(consumerTag).catch(() => undefined) : Promise.resolve();
-        void cancelled
-          .then(() => queue)
-          .then(() => (error === undefined ? resolve() : reject(error)), reject);
-      };
-      const armIdle = () => {
-        if (options.follow) return;
-        clearTimeout(idleTimer);
-        idleTimer = setTimeout(() => finish(), idleMs);
-      };
-      const onAbort = () => finish();
-      if (options.signal?.aborted) {
-        finish();
-        return;
-      }
-      options.signal?.addEventListener("abort", onAbort);
-      reader.on("close", () => finish(done ? undefined : journalError(channelError)));
-
-      const handleDelivery = async (delivery: ConsumeMessage) => {
-        let messages: ReturnType<typeof journalMessagesOf>;
-        try {
-          messages = journalMessagesOf(delivery);
-        } catch (error) {
-          throw new Error("a journal batch that does not decode", { cause: error });
-        }
-        for (const message of messages) {
-          if (done) return;
-          await handle(message);
-        }
-      };
-      const handle = async (message: JournalMessage & { index?: number }) => {
-        summary.read++;
-        const record = toRecord(message);
-        summary.lastOffset = record.offset ?? summary.lastOffset;
-        if (!matchesFilter(record, filter)) return;
-        if (options.limit !== undefined && summary.matched >= options.limit) return;
-        summary.matched++;
-        if (options.republish) {
-          if (
-            !options.includeReplayed &&
-            message.properties.headers?.[Header.REPLAYED_FROM_OFFSET] !== undefined
-          ) {
-            record.action = "skipped";
-            record.reason = "already a replay";
-            summary.skipped++;
-          } else {
-            const target = republishTarget(record, options.toQueue);
-            if ("skip" in target) {
-              record.action = "skipped";
-              record.reason = target.skip;
-              summary.skipped++;
-            } else if (!publisher) {
-              record.action = "would-republish";
-            } else {
-              await republish(publisher, message, target, record.offset, options.freshIds ?? false);
-              record.action = "republished";
-              summary.republished++;
-            }
-          }
-        }
-        options.onRecord?.(record);
-        if (options.limit !== undefined && summary.matched >= options.limit) finish();
-      };
-
-      reader
-        .consume(
-          JOURNAL_QUEUE,
-          (message) => {
-            if (!message) {
-              finish(new Error("the journal consumer was cancelled by the broker"));
-              return;
-            }
-            if (done) return;
-            armIdle();
-            // Sequential, so re-published messages keep the journal's order.
-            queue = queue
-              .then(() => (done ? undefined : handleDelivery(message)))
-              .then(() => {
-                try {
-                  reader.ack(message);
-                } catch {
-                  // Closing: the stream has no redelivery to worry about.
-                }
-              })
-              .catch((error: unknown) => finish(error));
-          },
-          { noAck: false, arguments: { "x-stream-offset": streamOffsetArgument(from) } },
-        )
-        .then(
-          (ok) => {
-            consumerTag = ok.consumerTag;
-            armIdle();
-          },
-          (error: Error) => finish(journalError(error)),
-        );
-    });
-    await reader.close().catch(() => undefined);
-    await publisher?.close().catch(() => undefined);
+    await requireJournal(connection);
+    if (
+      options.republish &&
+      options.toQueue !== undefined &&
+      !(await queueExists(connection, options.toQueue))
+    ) {
+      throw new BadOptionError(`--to-queue: no queue ${options.toQueue}`);
+    }
+    const bounds = await streamBounds(connection, JOURNAL_QUEUE);
+    await checkPositions(connection, bounds, options.from, options.until);
+    if (bounds.last === undefined && !options.follow) return summary;
+    let end = options.follow ? undefined : bounds.last;
+    if (options.until !== undefined && typeof options.until === "object" && "offset" in options.until) {
+      end = Math.min(end ?? Number.POSITIVE_INFINITY, options.until.offset);
+    }
+    await read(connection, options, summary, end);
+    return summary;
   } finally {
     await connection.close().catch(() => undefined);
   }
-  return summary;
 }
 
-function journalError(error: Error | undefined): Error {
-  if (error && /NOT_FOUND - no queue/.test(error.message)) {
-    return new Error(
-      `no journal (${JOURNAL_QUEUE}) in this vhost: no bus with journaling has connected to it`,
-      {
-        cause: error,
-      },
-    );
-  }
-  return new Error(`the journal channel closed${error ? `: ${error.message}` : ""}`, { cause: error });
-}
-
-async function republish(
-  channel: ConfirmChannel,
-  message: JournalMessage,
-  target: { exchange: string; routingKey: string },
-  offset: number | undefined,
-  freshIds: boolean,
+async function read(
+  connection: ChannelModel,
+  options: ReplayOptions,
+  summary: ReplaySummary,
+  end: number | undefined,
 ): Promise<void> {
-  const p = message.properties;
-  const headers = carriedHeaders(p.headers);
-  // A replayed request must not be dropped as late nor wait for a reply nobody is listening for.
-  delete headers[Header.DEADLINE];
-  headers[Header.REPLAYED_FROM_OFFSET] = offset ?? -1;
-  const properties: Options.Publish = { persistent: true, headers: compactHeaders(headers) };
-  if (freshIds) properties.messageId = randomUUID();
-  else if (p.messageId !== undefined) properties.messageId = p.messageId;
-  if (p.timestamp !== undefined) properties.timestamp = p.timestamp;
-  if (p.type !== undefined) properties.type = p.type;
-  if (p.contentType !== undefined) properties.contentType = p.contentType;
-  if (p.correlationId !== undefined) properties.correlationId = p.correlationId;
-  await new Promise<void>((resolve, reject) => {
-    channel.publish(target.exchange, target.routingKey, message.content, properties, (error) =>
-      error ? reject(error) : resolve(),
-    );
-  });
+  const selection = new Selection(options);
+  const publisher = options.republish && !options.dryRun ? await Republisher.open(connection) : undefined;
+  const handle = async (message: JournalMessage, offset: number): Promise<boolean> => {
+    const verdict = selection.batch(message, offset);
+    if (verdict !== "read") return verdict === "skip";
+    let entries: ReturnType<typeof entriesOf>;
+    try {
+      entries = entriesOf(message);
+    } catch (error) {
+      options.onWarning?.(
+        `the journal message at offset ${offset} does not decode: ${(error as Error).message}`,
+      );
+      return true;
+    }
+    selection.checkIndexes(offset, entries.length);
+    for (const [index, entry] of entries.entries()) {
+      const choice = selection.entry(entry, offset, index);
+      if (choice === "stop") return false;
+      summary.read += 1;
+      summary.lastPosition = positionText(offset, index);
+      if (choice === "skip") continue;
+      summary.matched += 1;
+      const record = recordOf(entry, positionText(offset, index));
+      if (options.republish) await republishOne(record, entry, options, summary, publisher);
+      options.onRecord?.(record);
+      if (options.limit !== undefined && summary.matched >= options.limit) return false;
+    }
+    return true;
+  };
+  try {
+    await readStream(connection, {
+      queue: JOURNAL_QUEUE,
+      start: streamStart(options.from ?? "first"),
+      end,
+      ...(options.signal ? { signal: options.signal } : {}),
+      onMessage: handle,
+    });
+  } finally {
+    await publisher?.close();
+  }
+}
+
+async function republishOne(
+  record: JournalRecord,
+  entry: Parameters<typeof decide>[0],
+  options: ReplayOptions,
+  summary: ReplaySummary,
+  publisher: Republisher | undefined,
+): Promise<void> {
+  const decision = decide(entry, options);
+  if ("reason" in decision) {
+    record.action = decision.action;
+    record.reason = decision.reason;
+    summary.skipped += 1;
+    if (decision.action === "refused") summary.refused += 1;
+    return;
+  }
+  record.target = decision.target;
+  if (!publisher) {
+    record.action = "would-republish";
+    return;
+  }
+  const outcome = await publisher.send(entry, record.position, decision.target, options.freshIds ?? false);
+  record.action = outcome;
+  if (outcome === "unroutable") {
+    record.reason = "the broker returned it: no queue is bound for it";
+    summary.unroutable += 1;
+  } else {
+    summary.republished += 1;
+  }
 }

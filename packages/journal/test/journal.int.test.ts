@@ -1,33 +1,37 @@
-import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
-import { type AmqpBus, createAmqpBus, Header, subscriptionQueueOf } from "@fundraise/bus";
+import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
 import { createTestVhost, type TestVhost, waitFor } from "@fundraise/bus/testing";
+import amqp from "amqplib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type JournalRecord, journalWriter, type ReplayOptions, replayJournal } from "../src/index.ts";
+import { main } from "../src/cli/replay.ts";
+import {
+  BadOptionError,
+  JOURNAL_QUEUE,
+  type JournalRecord,
+  journalWriter,
+  type ReplayOptions,
+  replayJournal,
+  streamBounds,
+} from "../src/index.ts";
+import { readStream } from "../src/read/reader.ts";
 import { TestEvents, TestRpc, testLogger } from "./helpers.ts";
 
-const run = promisify(execFile);
-const packageDir = fileURLToPath(new URL("..", import.meta.url));
+// Plain reads of the journal written by real buses on the local RabbitMQ: records, filters, positions,
+// windows, and where a read ends.
 
 let vhost: TestVhost;
 let client: AmqpBus;
 let server: AmqpBus;
 const log = testLogger();
-/** messageId → times the `audit` consumer handled it. */
-const audited = new Map<string, number>();
 
 beforeAll(async () => {
-  vhost = await createTestVhost();
+  vhost = await createTestVhost("journal_read");
   const journal = journalWriter();
   client = await createAmqpBus({ url: vhost.url, service: "gateway", logger: log, journal });
   server = await createAmqpBus({ url: vhost.url, service: "users", logger: log, journal });
   await server.serve(TestRpc.echo, async ({ text }, ctx) => ({ text, requestId: ctx.requestId }));
   await server.serve(TestRpc.secret, async ({ token }) => ({ jwt: `jwt-for-${token}` }));
-  await server.subscribe("audit", TestEvents.happened, async (_payload, ctx) => {
-    audited.set(ctx.messageId, (audited.get(ctx.messageId) ?? 0) + 1);
-  });
+  await server.subscribe("audit", TestEvents.happened, async () => undefined);
 });
 
 afterAll(async () => {
@@ -38,22 +42,27 @@ afterAll(async () => {
 
 async function readJournal(options: Partial<ReplayOptions> = {}): Promise<JournalRecord[]> {
   const records: JournalRecord[] = [];
-  await replayJournal({
-    url: vhost.url,
-    from: "first",
-    idleMs: 500,
-    ...options,
-    onRecord: (r) => records.push(r),
-  });
+  await replayJournal({ url: vhost.url, ...options, onRecord: (r) => records.push(r) });
   return records;
 }
 
-describe("journal", () => {
-  it("journals events, RPC requests and RPC replies", async () => {
-    const eventId = randomUUID();
-    await client.publish(TestEvents.happened, { n: 1 }, { messageId: eventId, requestId: "journal-event" });
-    await client.call(TestRpc.echo, { text: "journaled" }, { requestId: "journal-rpc" });
+async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string[] }> {
+  let out = "";
+  let err = "";
+  const code = await main(["--url", vhost.url, ...argv], {
+    out: (text) => (out += text),
+    err: (text) => (err += text),
+  });
+  return { code, out, err: err.split("\n").filter((line) => line !== "") };
+}
 
+const offsetOf = (record: JournalRecord) => Number(record.position.split(":")[0]);
+
+describe("reading the journal", () => {
+  it("records events, RPC requests and replies with positions and times in ms", async () => {
+    const messageId = randomUUID();
+    await client.publish(TestEvents.happened, { n: 1 }, { messageId, requestId: "journal-event" });
+    await client.call(TestRpc.echo, { text: "journaled" }, { requestId: "journal-rpc" });
     let records: JournalRecord[] = [];
     await waitFor(
       async () => {
@@ -63,34 +72,37 @@ describe("journal", () => {
       10_000,
       "request and reply in the journal",
     );
-    const event = records.find((r) => r.messageId === eventId);
-    expect(event).toMatchObject({
-      kind: "event",
-      exchange: "events",
-      routingKey: TestEvents.happened.name,
+    expect(records.find((r) => r.kind === "event" && r.messageId === messageId)).toMatchObject({
+      name: TestEvents.happened.name,
       requestId: "journal-event",
+      service: "gateway",
       payload: { n: 1 },
     });
-    expect(event?.headers[Header.PUBLISHED_BY]).toBe("gateway");
-
     const request = records.find((r) => r.requestId === "journal-rpc" && r.kind === "rpc-request");
     const reply = records.find((r) => r.requestId === "journal-rpc" && r.kind === "rpc-reply");
-    expect(request).toMatchObject({ routingKey: TestRpc.echo.name, payload: { text: "journaled" } });
+    expect(request).toMatchObject({ name: TestRpc.echo.name, payload: { text: "journaled" } });
     expect(reply).toMatchObject({
-      routingKey: TestRpc.echo.name,
-      payload: { data: { text: "journaled", requestId: "journal-rpc" }, success: true, message: null },
+      service: "users",
+      causedBy: request?.id,
+      correlationId: request?.correlationId,
     });
-    expect(reply?.correlationId).toBe(request?.correlationId);
-    expect(reply?.headers[Header.PUBLISHED_BY]).toBe("users");
-
-    // Offsets are the stream's: increasing in journal order.
-    const offsets = records.map((r) => r.offset ?? -1);
+    expect(reply?.payload).toEqual({
+      data: { text: "journaled", requestId: "journal-rpc" },
+      success: true,
+      message: null,
+    });
+    for (const record of records) {
+      expect(record.position).toMatch(/^\d+:\d+$/);
+      expect(record.at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    }
+    const offsets = records.map(offsetOf);
     expect(offsets).toEqual([...offsets].sort((a, b) => a - b));
   });
 
-  it("batches the copies of concurrent calls: every request and reply once, in fewer journal messages", async () => {
-    const ids = Array.from({ length: 50 }, (_, i) => `journal-batch-${i}`);
+  it("batches the entries of concurrent calls, and never journals a call that carries secrets", async () => {
+    const ids = Array.from({ length: 30 }, (_, i) => `journal-batch-${i}`);
     await Promise.all(ids.map((requestId) => client.call(TestRpc.echo, { text: requestId }, { requestId })));
+    await client.call(TestRpc.secret, { token: "s3cret" }, { requestId: "journal-secret" });
     let mine: JournalRecord[] = [];
     await waitFor(
       async () => {
@@ -98,146 +110,141 @@ describe("journal", () => {
         return mine.length === 2 * ids.length;
       },
       10_000,
-      "every copy in the journal",
+      "every entry in the journal",
     );
-    for (const requestId of ids) {
-      const copies = mine.filter((r) => r.requestId === requestId);
-      expect(copies.map((r) => r.kind).sort()).toEqual(["rpc-reply", "rpc-request"]);
-      expect(copies.find((r) => r.kind === "rpc-request")?.payload).toEqual({ text: requestId });
-    }
-    const messages = new Set(mine.map((r) => r.offset));
-    expect(messages.size).toBeLessThan(mine.length);
-    expect(mine.filter((r) => r.index !== undefined).length).toBeGreaterThan(0);
+    expect(new Set(mine.map(offsetOf)).size).toBeLessThan(mine.length);
+    const all = JSON.stringify(await readJournal());
+    expect(all).not.toContain("s3cret");
+    expect(all).not.toContain("journal-secret");
   });
 
-  it("never journals a call marked as carrying secrets, in either direction", async () => {
-    expect(await client.call(TestRpc.secret, { token: "s3cret" }, { requestId: "journal-secret" })).toEqual({
-      jwt: "jwt-for-s3cret",
-    });
-    await client.call(TestRpc.echo, { text: "after" }, { requestId: "after-secret" });
-    let records: JournalRecord[] = [];
-    await waitFor(
-      async () => {
-        records = await readJournal();
-        return records.filter((r) => r.requestId === "after-secret").length === 2;
-      },
-      10_000,
-      "the later call in the journal",
-    );
-    expect(records.filter((r) => r.requestId === "journal-secret")).toEqual([]);
-    expect(JSON.stringify(records)).not.toContain("s3cret");
-  });
-
-  it("filters by routing-key pattern, kind and limit, and starts at an offset", async () => {
+  it("filters by key, kind and limit, and starts and ends at entries inside batches", async () => {
     const all = await readJournal();
     const requests = await readJournal({ kind: "rpc-request", key: "users.test.*" });
     expect(requests.length).toBeGreaterThan(0);
-    expect(requests.every((r) => r.kind === "rpc-request" && r.routingKey.startsWith("users.test."))).toBe(
-      true,
-    );
+    expect(requests.every((r) => r.kind === "rpc-request" && r.name.startsWith("users.test."))).toBe(true);
     expect(await readJournal({ key: "projects.#" })).toEqual([]);
     expect(await readJournal({ limit: 1 })).toHaveLength(1);
-    // A stream offset names a journal message: a batch of copies is read from its first entry.
-    const start = all.findIndex((r, i) => i >= 2 && r.offset !== all[i - 1]?.offset);
-    const third = all[start]!;
-    const fromThird = await readJournal({ from: { offset: third.offset! } });
-    expect(fromThird[0]?.offset).toBe(third.offset);
-    expect(fromThird).toHaveLength(all.length - start);
+    // A batch with several entries: start at its second, end at the second of the next batch.
+    const at = all.findIndex((r, i) => r.position.endsWith(":1") && all[i + 2]?.position !== undefined);
+    const [offset] = all[at]!.position.split(":").map(Number);
+    const next = all.find((r) => offsetOf(r) > offset! && r.position.endsWith(":1"))!;
+    const slice = await readJournal({
+      from: { offset: offset!, index: 1 },
+      until: { offset: offsetOf(next), index: 1 },
+    });
+    expect(slice.map((r) => r.position)).toEqual(all.slice(at, all.indexOf(next) + 1).map((r) => r.position));
   });
 
-  it("starts at a point in time", async () => {
+  it("starts and ends at times in milliseconds", async () => {
     const before = randomUUID();
     const after = randomUUID();
     await client.publish(TestEvents.happened, { n: 2 }, { messageId: before });
-    // AMQP timestamps and stream seeking work in whole seconds: start in a second after the confirmed one.
-    const confirmed = Math.floor(Date.now() / 1000);
-    await waitFor(() => Math.floor(Date.now() / 1000) > confirmed, 2000, "the next second");
-    const time = new Date();
+    const published = Date.now();
+    await waitFor(() => Date.now() > published + 5, 1000, "a few ms");
+    const time = Date.now();
     await client.publish(TestEvents.happened, { n: 3 }, { messageId: after });
-    const records = await readJournal({ from: { time } });
-    const ids = records.map((r) => r.messageId);
-    expect(ids).toContain(after);
-    expect(ids).not.toContain(before);
+    const ids = async (options: Partial<ReplayOptions>) =>
+      (await readJournal({ kind: "event", ...options })).map((r) => r.messageId);
+    await waitFor(async () => (await ids({ from: { at: time } })).includes(after), 5000, "the later event");
+    expect(await ids({ from: { at: time } })).not.toContain(before);
+    const untilTime = await ids({ from: { at: time - 60_000 }, until: { at: time - 1 } });
+    expect(untilTime).toContain(before);
+    expect(untilTime).not.toContain(after);
   });
 
-  it("re-publishes a journaled event to its consumers", async () => {
-    const messageId = randomUUID();
-    await client.publish(TestEvents.happened, { n: 10 }, { messageId });
-    await waitFor(() => audited.get(messageId) === 1, 5000, "first delivery");
-    const summary = await replayJournal({
-      url: vhost.url,
-      from: "first",
-      idleMs: 500,
-      key: TestEvents.happened.name,
-      kind: "event",
-      republish: true,
-    });
-    expect(summary.republished).toBeGreaterThan(0);
-    await waitFor(() => audited.get(messageId) === 2, 5000, "replayed delivery");
-
-    // The replays are journaled too, marked, and not replayed again by default.
-    const records = await readJournal({ key: TestEvents.happened.name });
-    const copies = records.filter((r) => r.messageId === messageId);
-    expect(copies).toHaveLength(2);
-    expect(copies[1]?.headers[Header.REPLAYED_FROM_OFFSET]).toBe(copies[0]?.offset);
-    const again = await readJournal({ key: TestEvents.happened.name, republish: true, dryRun: true });
-    const actions = again.filter((r) => r.messageId === messageId).map((r) => r.action);
-    expect(actions).toEqual(["would-republish", "skipped"]);
-    // A marker published after the dry run: once it is in, anything the dry run had published is too.
-    const marker = randomUUID();
-    await client.publish(TestEvents.happened, { n: 11 }, { messageId: marker });
-    await waitFor(() => audited.get(marker) === 1, 5000, "the marker");
-    expect(audited.get(messageId)).toBe(2);
-  });
-
-  it("replays through the CLI: prints JSON lines and re-publishes to one queue", async () => {
-    const messageId = randomUUID();
-    await client.publish(TestEvents.happened, { n: 20 }, { messageId, requestId: "cli-event" });
-    await waitFor(() => audited.get(messageId) === 1, 5000, "first delivery");
-    const cli = (args: string[]) =>
-      run(process.execPath, ["--import", "tsx", "src/cli/replay.ts", "--", "--url", vhost.url, ...args], {
-        cwd: packageDir,
-        timeout: 30_000,
+  it("ends a read from a time after the last entry instead of waiting for new ones", async () => {
+    const connection = await amqp.connect(vhost.url);
+    try {
+      const { last } = await streamBounds(connection, JOURNAL_QUEUE);
+      // A seek an hour ahead lands past every chunk: the consumer would wait for new messages.
+      const start = { "!": "timestamp" as const, value: Math.floor(Date.now() / 1000) + 3600 };
+      const delivered = await readStream(connection, {
+        queue: JOURNAL_QUEUE,
+        start,
+        end: last,
+        onMessage: () => true,
       });
+      expect(delivered).toBe(0);
+    } finally {
+      await connection.close();
+    }
+    await waitFor(
+      async () => (await readJournal({ from: { at: Date.now() } })).length === 0,
+      10_000,
+      "a quiet journal",
+    );
+  });
 
-    const printed = await cli([
-      "--from",
-      "first",
-      "--type",
-      "event",
-      "--key",
-      "users.test.#",
-      "--idle-ms",
-      "500",
-    ]);
-    const lines = printed.stdout
+  it("ends at the journal's end as of the call while another process keeps writing", async () => {
+    let writing = true;
+    let written = 0;
+    const writer = (async () => {
+      while (writing) {
+        await client.publish(TestEvents.happened, { n: written++ }, { requestId: "busy" });
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    })();
+    try {
+      await waitFor(() => written > 20, 10_000, "a busy journal");
+      const summary = await replayJournal({ url: vhost.url });
+      expect(summary.read).toBeGreaterThan(0);
+      // The read ended while the writer went on.
+      const after = written;
+      await waitFor(() => written > after + 5, 10_000, "more writes after the read");
+    } finally {
+      writing = false;
+      await writer;
+    }
+  });
+
+  it("prints JSON lines and a summary through the CLI", async () => {
+    const argv = "--from first --type event --key users.test.# --any-key --limit 2".split(" ");
+    const { code, out, err } = await cli(...argv);
+    expect(code).toBe(0);
+    const lines = out
       .trim()
       .split("\n")
       .map((line) => JSON.parse(line) as JournalRecord);
-    const line = lines.find((r) => r.messageId === messageId);
-    expect(line).toMatchObject({ kind: "event", requestId: "cli-event", payload: { n: 20 } });
-    expect(lines.every((r) => r.kind === "event")).toBe(true);
-    expect(printed.stderr).toContain('"summary"');
-
-    const offset = line!.offset!;
-    const replayed = await cli([
-      "--from",
-      String(offset),
-      "--limit",
-      "1",
-      "--republish",
-      "--to-queue",
-      subscriptionQueueOf("audit", TestEvents.happened.name),
-    ]);
-    expect(JSON.parse(replayed.stdout.trim())).toMatchObject({ messageId, action: "republished", offset });
-    await waitFor(() => audited.get(messageId) === 2, 5000, "delivery replayed by the CLI");
+    expect(lines).toHaveLength(2);
+    expect(lines.every((r) => r.kind === "event" && /^\d+:\d+$/.test(r.position))).toBe(true);
+    expect(JSON.parse(err.at(-1)!)).toMatchObject({ summary: { matched: 2 } });
   });
 
-  it("exits with a usage error on bad arguments", async () => {
-    const failed = await run(process.execPath, ["--import", "tsx", "src/cli/replay.ts", "--type", "nope"], {
-      cwd: packageDir,
-    }).catch((error: { code: number; stderr: string }) => error);
-    expect(failed).toMatchObject({ code: 2 });
-    expect((failed as { stderr: string }).stderr).toContain("--type must be one of");
+  it("refuses positions past the journal's end or beyond their batch, naming the last position", async () => {
+    const all = await readJournal();
+    const lastOffset = offsetOf(all.at(-1)!);
+    for (const argv of [
+      ["--from", `offset:${lastOffset + 1000}`],
+      ["--from", "first", "--until", `${lastOffset + 1000}:0`],
+    ]) {
+      const { code, err } = await cli(...argv);
+      expect(code).toBe(2);
+      expect(err[0]).toMatch(/is past the journal's end \(its last position is \d+:\d+\)$/);
+    }
+    await expect(
+      replayJournal({ url: vhost.url, from: { offset: lastOffset + 1000 } }),
+    ).rejects.toBeInstanceOf(BadOptionError);
+    const beyond = await cli("--from", `${lastOffset}:999`);
+    expect(beyond.code).toBe(2);
+    expect(beyond.err[0]).toMatch(
+      new RegExp(
+        `^--from ${lastOffset}:999: the batch at offset ${lastOffset} has \\d+ entries \\(${lastOffset}:0 to ${lastOffset}:\\d+\\)$`,
+      ),
+    );
+  });
+
+  it("exits 1 with one line when the vhost has no journal", async () => {
+    const empty = await createTestVhost("journal_none");
+    try {
+      let err = "";
+      const code = await main(["--url", empty.url], { out: () => undefined, err: (text) => (err += text) });
+      expect(code).toBe(1);
+      expect(err).toBe(
+        "no journal (bus.journal) in this vhost: no bus with journaling has connected to it\n",
+      );
+    } finally {
+      await empty.dispose();
+    }
   });
 });

@@ -1,6 +1,6 @@
 import rateLimit from "@fastify/rate-limit";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import { type Bus, uuidv7 } from "@fundraise/bus";
+import { type Bus, REQUEST_ID_PATTERN, uuidv7 } from "@fundraise/bus";
 import type { Ipfs } from "@fundraise/ipfs";
 import { AuthRpc, ErrorCode, errors, ProjectsRpc } from "@fundraise/protocol";
 import type { Logger } from "@fundraise/service-kit";
@@ -57,8 +57,6 @@ export interface GatewayDeps {
 /** The gateway's app and the hub of its event streams (started before listening, ended on close). */
 export type Gateway = Server & { live: LiveHub };
 
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
-
 /** One log line per request (on completion), with the id under `requestId` as on every other hop. */
 class RequestLog extends LogController {
   constructor() {
@@ -82,7 +80,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     // (UUIDv7): the journal finds a request's story by the time in its id (ADR 0034).
     genReqId: (request) => {
       const given = request.headers["x-request-id"];
-      return typeof given === "string" && REQUEST_ID.test(given) ? given : uuidv7();
+      return typeof given === "string" && REQUEST_ID_PATTERN.test(given) ? given : uuidv7();
     },
     logController: new RequestLog(),
     // Router and HTTP-server errors answer the envelope too (plugins/edge-errors.ts).

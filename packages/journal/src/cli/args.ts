@@ -1,91 +1,189 @@
 import { parseArgs } from "node:util";
-import { isMessageKind, MESSAGE_KINDS } from "@fundraise/bus";
-import { parseFrom } from "../records.ts";
+import { isJournalKind, JOURNAL_KINDS } from "@fundraise/bus";
+import { checkKey } from "../read/catalog.ts";
+import { BadOptionError } from "../read/errors.ts";
+import { checkOrder, type Position, parsePosition } from "../read/positions.ts";
 import type { ReplayOptions } from "../replay.ts";
+import { REQUEST_ID, TRACE_ID } from "../story/find.ts";
 
-export const USAGE = `Reads the bus journal (stream queue bus.journal) and prints or re-publishes messages.
+export { USAGE } from "../read/usage.ts";
 
-Usage: pnpm replay -- [options]
+export type CliCommand =
+  | { mode: "help" }
+  | {
+      mode: "story";
+      url: string;
+      requestId?: string;
+      traceId?: string;
+      from?: Position;
+      until?: Position;
+      json: boolean;
+    }
+  | { mode: "read"; options: ReplayOptions; print: boolean; notes: string[] };
 
-  --url <amqp url>        broker and vhost (default: $AMQP_URL or amqp://guest:guest@127.0.0.1:5672)
-  --from <position>       first | last | next | <offset> | offset:<n> | <ISO time>   (default: first)
-  --key <pattern>         routing-key filter, topic syntax: * one word, # zero or more (e.g. users.#)
-  --type <kind>           event | rpc-request | rpc-reply
-  --limit <n>             stop after n matching messages
-  --follow                keep reading new messages (Ctrl-C to stop); otherwise stop when idle
-  --idle-ms <ms>          idle time that ends a non-follow read (default: 1000)
-  --print                 print one JSON line per matching message (default unless --republish)
-  --republish             re-publish matches: events to the events exchange with their routing key
-  --to-queue <queue>      re-publish to this queue instead (default exchange), any kind
-  --fresh-ids             give re-published messages new message ids (idempotent consumers redo them)
-  --include-replayed      also re-publish messages that are themselves replays
-  --dry-run               with --republish: show what would be re-published, publish nothing
-  --help                  this text
-`;
+const OPTIONS = {
+  url: { type: "string" },
+  request: { type: "string" },
+  trace: { type: "string" },
+  from: { type: "string" },
+  until: { type: "string" },
+  key: { type: "string" },
+  "any-key": { type: "boolean" },
+  type: { type: "string" },
+  limit: { type: "string" },
+  follow: { type: "boolean" },
+  "idle-ms": { type: "string" },
+  json: { type: "boolean" },
+  print: { type: "boolean" },
+  republish: { type: "boolean" },
+  "include-rpc": { type: "boolean" },
+  "allow-writes": { type: "boolean" },
+  "to-queue": { type: "string" },
+  "dry-run": { type: "boolean" },
+  "fresh-ids": { type: "boolean" },
+  "include-replayed": { type: "boolean" },
+  help: { type: "boolean" },
+} as const;
 
-export function parseCli(argv: string[]): ReplayOptions & { print: boolean } {
+type Values = ReturnType<typeof parse>["values"];
+
+/** `--from -10m`: node's parser takes a value that starts with "-" for an option; a relative time is a value. */
+function joinRelativeTimes(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const [arg, next] = [args[i]!, args[i + 1]];
+    if ((arg === "--from" || arg === "--until") && next !== undefined && /^-\d+(ms|s|m|h|d)$/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else out.push(arg);
+  }
+  return out;
+}
+
+function parse(args: string[]) {
+  try {
+    return parseArgs({
+      args: joinRelativeTimes(args),
+      allowPositionals: true,
+      strict: true,
+      options: OPTIONS,
+    });
+  } catch (error) {
+    throw new BadOptionError((error as Error).message.split("\n")[0]);
+  }
+}
+
+/** The command line as a command; every bad value is a BadOptionError (exit 2) naming the problem in one line. */
+export function parseCli(argv: string[], now: number = Date.now()): CliCommand {
   // pnpm forwards a literal "--" in some versions; it is not an argument.
-  const args = argv[0] === "--" ? argv.slice(1) : argv;
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      url: { type: "string" },
-      from: { type: "string" },
-      key: { type: "string" },
-      type: { type: "string" },
-      limit: { type: "string" },
-      follow: { type: "boolean" },
-      "idle-ms": { type: "string" },
-      print: { type: "boolean" },
-      republish: { type: "boolean" },
-      "to-queue": { type: "string" },
-      "fresh-ids": { type: "boolean" },
-      "include-replayed": { type: "boolean" },
-      "dry-run": { type: "boolean" },
-      help: { type: "boolean" },
-    },
-  });
-  if (values.help) throw new UsageError("");
+  const { values, positionals } = parse(argv[0] === "--" ? argv.slice(1) : argv);
+  if (values.help) return { mode: "help" };
   let fromText = values.from;
   // `--from offset 42`: the number arrives as a positional.
   if (fromText === "offset" && positionals.length > 0) fromText = `offset:${positionals.shift()}`;
-  if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals.join(" ")}`);
-  if (values.type !== undefined && !isMessageKind(values.type)) {
-    throw new UsageError(`--type must be one of ${MESSAGE_KINDS.join(", ")}`);
+  if (positionals.length > 0) throw new BadOptionError(`unexpected argument: ${positionals.join(" ")}`);
+  checkConflicts(values);
+  const from = fromText === undefined ? undefined : parsePosition(fromText, { option: "--from", now });
+  const until =
+    values.until === undefined ? undefined : parsePosition(values.until, { option: "--until", now });
+  checkOrder(from, until);
+  const url = values.url ?? process.env.AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672";
+  if (values.request !== undefined || values.trace !== undefined) {
+    return storyCommand(values, url, from, until);
   }
-  const positive = (name: string, text: string | undefined): number | undefined => {
-    if (text === undefined) return undefined;
-    const n = Number(text);
-    if (!Number.isInteger(n) || n < 1) throw new UsageError(`${name} must be a positive integer`);
-    return n;
-  };
-  if (values["to-queue"] !== undefined && !values.republish)
-    throw new UsageError("--to-queue needs --republish");
-  if (values["dry-run"] && !values.republish) throw new UsageError("--dry-run needs --republish");
-  let from: ReplayOptions["from"];
-  try {
-    from = fromText === undefined ? "first" : parseFrom(fromText);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
+  return readCommand(values, url, from, until);
+}
+
+function storyCommand(values: Values, url: string, from?: Position, until?: Position): CliCommand {
+  if (values.request !== undefined && !REQUEST_ID.test(values.request)) {
+    throw new BadOptionError(
+      `--request ${JSON.stringify(values.request)}: a request id is 1 to 128 letters, digits, "_", ".", ":" or "-"`,
+    );
   }
-  const limit = positive("--limit", values.limit);
-  const idleMs = positive("--idle-ms", values["idle-ms"]);
+  if (values.trace !== undefined && !TRACE_ID.test(values.trace)) {
+    throw new BadOptionError(`--trace ${JSON.stringify(values.trace)}: a trace id is 32 hex digits`);
+  }
   return {
-    url: values.url ?? process.env.AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672",
-    from,
-    ...(values.key !== undefined ? { key: values.key } : {}),
-    ...(values.type !== undefined && isMessageKind(values.type) ? { kind: values.type } : {}),
-    ...(limit !== undefined ? { limit } : {}),
-    ...(idleMs !== undefined ? { idleMs } : {}),
-    follow: values.follow ?? false,
-    republish: values.republish ?? false,
-    ...(values["to-queue"] !== undefined ? { toQueue: values["to-queue"] } : {}),
-    freshIds: values["fresh-ids"] ?? false,
-    includeReplayed: values["include-replayed"] ?? false,
-    dryRun: values["dry-run"] ?? false,
-    print: values.print ?? !values.republish,
+    mode: "story",
+    url,
+    ...(values.request !== undefined ? { requestId: values.request } : {}),
+    ...(values.trace !== undefined ? { traceId: values.trace.toLowerCase() } : {}),
+    ...(from !== undefined ? { from } : {}),
+    ...(until !== undefined ? { until } : {}),
+    json: values.json ?? false,
   };
 }
 
-export class UsageError extends Error {}
+function readCommand(values: Values, url: string, from?: Position, until?: Position): CliCommand {
+  if (values.type !== undefined && !isJournalKind(values.type)) {
+    throw new BadOptionError(
+      `--type ${JSON.stringify(values.type)}: expected one of ${JOURNAL_KINDS.join(", ")}`,
+    );
+  }
+  if (values.key !== undefined && !values["any-key"]) checkKey(values.key);
+  const limit = positive("--limit", values.limit);
+  const notes: string[] = [];
+  if (values["idle-ms"] !== undefined) {
+    notes.push("--idle-ms is deprecated and ignored: a read ends at the journal's end as of the call");
+  }
+  const options: ReplayOptions = {
+    url,
+    ...(from !== undefined ? { from } : {}),
+    ...(until !== undefined ? { until } : {}),
+    ...(values.key !== undefined ? { key: values.key } : {}),
+    ...(values.type !== undefined && isJournalKind(values.type) ? { kind: values.type } : {}),
+    ...(limit !== undefined ? { limit } : {}),
+    follow: values.follow ?? false,
+    republish: values.republish ?? false,
+    includeRpc: values["include-rpc"] ?? false,
+    allowWrites: values["allow-writes"] ?? false,
+    ...(values["to-queue"] !== undefined ? { toQueue: values["to-queue"] } : {}),
+    dryRun: values["dry-run"] ?? false,
+    freshIds: values["fresh-ids"] ?? false,
+    includeReplayed: values["include-replayed"] ?? false,
+  };
+  return { mode: "read", options, print: values.print ?? !values.republish, notes };
+}
+
+/** Options that make no sense together, or without the one they qualify. */
+function checkConflicts(values: Values): void {
+  const story =
+    values.request !== undefined ? "--request" : values.trace !== undefined ? "--trace" : undefined;
+  if (values.request !== undefined && values.trace !== undefined) {
+    throw new BadOptionError("--request and --trace: give one of them (a request's story, or a trace's)");
+  }
+  if (story) {
+    for (const option of ["republish", "follow", "key", "type", "limit", "to-queue", "dry-run"] as const) {
+      if (values[option] !== undefined && values[option] !== false) {
+        throw new BadOptionError(
+          `${story} cannot be combined with --${option}: a story shows every entry once`,
+        );
+      }
+    }
+  }
+  if (!values.republish) {
+    for (const option of [
+      "to-queue",
+      "dry-run",
+      "include-rpc",
+      "allow-writes",
+      "fresh-ids",
+      "include-replayed",
+    ] as const) {
+      if (values[option] !== undefined && values[option] !== false) {
+        throw new BadOptionError(`--${option} needs --republish`);
+      }
+    }
+  }
+  if (values["allow-writes"] && !values["include-rpc"]) {
+    throw new BadOptionError("--allow-writes needs --include-rpc: only RPC requests can be writes");
+  }
+}
+
+function positive(name: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < 1)
+    throw new BadOptionError(`${name} ${JSON.stringify(text)}: expected a positive integer`);
+  return n;
+}
