@@ -69,7 +69,10 @@ function requestNotes(requestId: string, at: number): JournalNote[] {
       at,
       requestId,
       correlationId,
-      message: { properties: properties("projects.project.rate"), body: body({ caller, projectID: 17, rating: 4 }) },
+      message: {
+        properties: properties("projects.project.rate"),
+        body: body({ caller, projectID: 17, rating: 4 }),
+      },
     },
     {
       kind: "rpc-reply",
@@ -79,7 +82,10 @@ function requestNotes(requestId: string, at: number): JournalNote[] {
       requestId,
       causedBy: call,
       correlationId,
-      message: { properties: properties("projects.project.rate"), body: body({ data: 4.5, success: true, message: null }) },
+      message: {
+        properties: properties("projects.project.rate"),
+        body: body({ data: 4.5, success: true, message: null }),
+      },
     },
     {
       kind: "event",
@@ -89,7 +95,10 @@ function requestNotes(requestId: string, at: number): JournalNote[] {
       requestId,
       causedBy: call,
       messageId: event,
-      message: { properties: properties("projects.project.changed"), body: body({ projectId: 17, fields: ["rating"] }) },
+      message: {
+        properties: properties("projects.project.changed"),
+        body: body({ projectId: 17, fields: ["rating"] }),
+      },
     },
     ...["gateway-live", "storage"].map(
       (consumer): JournalNote => ({
@@ -99,7 +108,13 @@ function requestNotes(requestId: string, at: number): JournalNote[] {
         at: at + 8,
         requestId,
         messageId: event,
-        summary: { consumer, queue: `${consumer}.projects.project.changed`, attempt: 1, outcome: "acked", durationMs: 2 },
+        summary: {
+          consumer,
+          queue: `${consumer}.projects.project.changed`,
+          attempt: 1,
+          outcome: "acked",
+          durationMs: 2,
+        },
       }),
     ),
     {
@@ -122,7 +137,13 @@ function lateNotes(requestId: string, event: string, at: number): JournalNote[] 
     at: when,
     requestId,
     messageId: event,
-    summary: { consumer: "storage", queue: "storage.projects.project.changed", attempt, outcome: result, durationMs: 3 },
+    summary: {
+      consumer: "storage",
+      queue: "storage.projects.project.changed",
+      attempt,
+      outcome: result,
+      durationMs: 3,
+    },
   });
   return [outcome(2, "dead-lettered", at + 30_000), outcome(1, "acked", at + 300_000)];
 }
@@ -151,7 +172,8 @@ async function fill(): Promise<{ target: string; written: number }> {
     }
     for (const note of notes) writer.record(note);
     while (late.length > 0 && (late[0] as JournalNote).at <= at) writer.record(late.shift() as JournalNote);
-    if (i % 20_000 === 0) process.stderr.write(`  ${i * PER_REQUEST} entries, ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+    if (i % 20_000 === 0)
+      process.stderr.write(`  ${i * PER_REQUEST} entries, ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
   }
   for (const note of late) writer.record(note);
   writer.flush();
@@ -204,9 +226,15 @@ try {
   }
   const s = median(story);
   const f = median(scan);
-  console.log(`journal: ${written.toLocaleString("en")} entries over ${minutes} min; the story of a request from ${minutes - 1} min before the end`);
-  console.log(`  story (replay --request): ${s.toFixed(0)} ms median (${story.map((v) => v.toFixed(0)).join(", ")}), ${storyEntries} entries`);
-  console.log(`  full scan of the stream:  ${f.toFixed(0)} ms median (${scan.map((v) => v.toFixed(0)).join(", ")}), ${scanEntries} entries of the main stream`);
+  console.log(
+    `journal: ${written.toLocaleString("en")} entries over ${minutes} min; the story of a request from ${minutes - 1} min before the end`,
+  );
+  console.log(
+    `  story (replay --request): ${s.toFixed(0)} ms median (${story.map((v) => v.toFixed(0)).join(", ")}), ${storyEntries} entries`,
+  );
+  console.log(
+    `  full scan of the stream:  ${f.toFixed(0)} ms median (${scan.map((v) => v.toFixed(0)).join(", ")}), ${scanEntries} entries of the main stream`,
+  );
   console.log(`  story / full scan: ${(s / f).toFixed(3)}x (target: story <= 1000 ms)`);
 } finally {
   await connection.close().catch(() => undefined);

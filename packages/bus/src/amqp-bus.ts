@@ -29,7 +29,7 @@ import { RpcServer } from "./rpc-server.ts";
 import { deadLetterQueueOf, declareExchanges } from "./topology.ts";
 
 // Exported from here since before the split: index.ts and the tests import it from this module.
-export { failureHeaders } from "./event-subscriber.ts";
+export { failureHeaders, persistentCopyOf } from "./event-subscriber.ts";
 
 export interface AmqpBusOptions {
   /** amqp://user:pass@host:port/vhost; a `heartbeat` query parameter is added when absent. */

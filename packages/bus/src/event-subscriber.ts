@@ -325,8 +325,16 @@ export function failureHeaders(error: unknown): Headers {
 }
 
 function copyProperties(message: Message, headers: Headers): Options.Publish {
+  return { ...persistentCopyOf(message), headers: compactHeaders(headers) };
+}
+
+/**
+ * A received message's properties for a copy of it published again (a retry, a dead letter, a re-drive):
+ * persistent, its ids, time, type and encoding; headers are the caller's to choose.
+ */
+export function persistentCopyOf(message: Message): Options.Publish {
   const p = message.properties;
-  const properties: Options.Publish = { persistent: true, headers: compactHeaders(headers) };
+  const properties: Options.Publish = { persistent: true };
   if (p.messageId !== undefined) properties.messageId = p.messageId;
   if (p.timestamp !== undefined) properties.timestamp = p.timestamp;
   if (p.type !== undefined) properties.type = p.type;

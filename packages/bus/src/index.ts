@@ -3,6 +3,7 @@ export {
   type AmqpBusOptions,
   createAmqpBus,
   failureHeaders,
+  persistentCopyOf,
   type QueueReport,
 } from "./amqp-bus.ts";
 export type * from "./bus.ts";

@@ -12,29 +12,17 @@ export type ReplayFrom = Position;
 /** Where a re-published entry goes: an exchange and routing key, or one queue (the default exchange). */
 export type RepublishTarget = { exchange: string; routingKey: string } | { queue: string };
 
-/** One journal entry as the replay CLI prints it (one JSON line). */
-export interface JournalRecord {
+/** One journal entry as the replay CLI prints it (one JSON line): its ids as kept, its time and body readable. */
+export interface JournalRecord extends Omit<JournalEntry, "at" | "properties" | "body"> {
   /** `<offset>:<index>`: the batch's stream offset and the entry's place in it (`--from` takes it back). */
   position: string;
-  id: string;
-  kind: JournalKind;
-  name: string;
   /** ISO 8601 with milliseconds. */
   at: string;
-  service: string;
-  requestId?: string;
-  traceId?: string;
-  causedBy?: string;
-  correlationId?: string;
-  messageId?: string;
   /** The message's AMQP properties as sent, but its headers. */
   properties?: Omit<Options.Publish, "headers">;
   headers?: Headers;
   /** The body decoded (JSON); `{ $undecodable }` when it is not. */
   payload?: unknown;
-  summary?: Record<string, unknown>;
-  /** Where personal values were replaced before the entry was kept. */
-  redacted?: string[];
   /** With --republish: what happened to this entry, and why when it was not re-published. */
   action?: "republished" | "would-republish" | "skipped" | "refused" | "unroutable";
   reason?: string;

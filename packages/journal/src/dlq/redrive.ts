@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { carriedHeaders, compactHeaders, Header, type Headers } from "@fundraise/bus";
+import { carriedHeaders, compactHeaders, Header, type Headers, persistentCopyOf } from "@fundraise/bus";
 import type { Channel, ChannelModel, Message, Options } from "amqplib";
 import { queueState, quietChannel } from "./broker.ts";
 import { Deliveries } from "./deliveries.ts";
@@ -172,26 +172,13 @@ export function redrivenProperties(
   headers[Header.ATTEMPT] = 1;
   headers[REDRIVEN_FROM] = deadLetterQueue;
   headers[REDRIVEN_AT] = now;
-  return { ...copiedProperties(message), headers: compactHeaders(headers), mandatory: true };
-}
-
-function copiedProperties(message: Message): Options.Publish {
-  const p = message.properties;
-  const properties: Options.Publish = { persistent: true };
-  if (p.messageId !== undefined) properties.messageId = p.messageId;
-  if (p.timestamp !== undefined) properties.timestamp = p.timestamp;
-  if (p.type !== undefined) properties.type = p.type;
-  if (p.contentType !== undefined) properties.contentType = p.contentType;
-  if (p.contentEncoding !== undefined) properties.contentEncoding = p.contentEncoding;
-  if (p.correlationId !== undefined) properties.correlationId = p.correlationId;
-  if (p.appId !== undefined) properties.appId = p.appId;
-  return properties;
+  return { ...persistentCopyOf(message), headers: compactHeaders(headers), mandatory: true };
 }
 
 /** A moved message the target refused goes back to the DLQ as it was (at its end: AMQP has no other way). */
 async function putBack(channel: Channel, deadLetterQueue: string, message: Message): Promise<void> {
   const headers = carriedHeaders(message.properties.headers);
-  channel.sendToQueue(deadLetterQueue, message.content, { ...copiedProperties(message), headers });
+  channel.sendToQueue(deadLetterQueue, message.content, { ...persistentCopyOf(message), headers });
   await transaction(channel, "commit");
 }
 
