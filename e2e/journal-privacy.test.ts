@@ -41,7 +41,10 @@ describe("nothing personal in the journal", () => {
       const nonce = await client.api("GET", `/Authentication/GetNonce/${wallet.address}`);
       nonces.push(String(nonce.body.data));
       const login = await client.api("POST", "/Authentication/Login", {
-        body: { address: wallet.address, signedMessage: await wallet.signMessage(`LOGIN: ${nonce.body.data}`) },
+        body: {
+          address: wallet.address,
+          signedMessage: await wallet.signMessage(`LOGIN: ${nonce.body.data}`),
+        },
       });
       expectEnvelope(login, 200, "sign-in");
       return login.body.data as string;
@@ -68,10 +71,14 @@ describe("nothing personal in the journal", () => {
     const coOwners = await client.api("GET", `/user/getcoowners/${projectID}`, { token });
     expectEnvelope(coOwners, 200, "co-owners");
     expect(JSON.stringify(coOwners.body.data)).toContain(mailAddress);
-    expectEnvelope(await client.api("DELETE", "/user/removecollab", {
-      token,
-      body: { projectID, username: `private_${tag}` },
-    }), 200, "leave the project");
+    expectEnvelope(
+      await client.api("DELETE", "/user/removecollab", {
+        token,
+        body: { projectID, username: `private_${tag}` },
+      }),
+      200,
+      "leave the project",
+    );
 
     const newMail = `moved.${tag}@example.org`;
     const update = await client.api("PUT", "/user/update", {
@@ -90,7 +97,8 @@ describe("nothing personal in the journal", () => {
       async () => {
         entries = await dumpJournal(sys.amqpUrl);
         const deleted = entries.find(
-          (e) => e.kind === "event" && e.name === "users.user.deleted" && textOf(e).includes(`"userId":${userId}`),
+          (e) =>
+            e.kind === "event" && e.name === "users.user.deleted" && textOf(e).includes(`"userId":${userId}`),
         );
         return entries.filter((e) => e.kind === "delivery" && e.messageId === deleted?.id).length >= 2;
       },
@@ -100,7 +108,13 @@ describe("nothing personal in the journal", () => {
     const ownEntries = entries.filter((e) => e.requestId !== undefined);
     expect(ownEntries.length).toBeGreaterThan(20);
     const text = entries.map(textOf).join("\n");
-    const secrets = [mailAddress, newMail, owner.username && `${owner.username}@example.org`, surname, `Novus${tag}`];
+    const secrets = [
+      mailAddress,
+      newMail,
+      owner.username && `${owner.username}@example.org`,
+      surname,
+      `Novus${tag}`,
+    ];
     for (const secret of secrets) expect(text.toLowerCase()).not.toContain(secret.toLowerCase());
     for (const nonce of nonces) expect(text).not.toMatch(new RegExp(`\\b${nonce}\\b`));
     expect(text).not.toContain(client.ip);
