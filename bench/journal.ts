@@ -130,9 +130,9 @@ function requestNotes(requestId: string, at: number): JournalNote[] {
 
 /** What the target's story has beyond its first moment: a retry 30 s on, a re-driven dead letter 5 min on. */
 function lateNotes(requestId: string, event: string, at: number): JournalNote[] {
-  const outcome = (attempt: number, result: string, when: number): JournalNote => ({
+  const outcome = (attempt: number, result: string, when: number, round?: string): JournalNote => ({
     kind: "delivery",
-    id: deliveryId(event, "storage", attempt),
+    id: deliveryId(event, "storage", attempt, round),
     name: "projects.project.changed",
     at: when,
     requestId,
@@ -145,7 +145,10 @@ function lateNotes(requestId: string, event: string, at: number): JournalNote[] 
       durationMs: 3,
     },
   });
-  return [outcome(2, "dead-lettered", at + 30_000), outcome(1, "acked", at + 300_000)];
+  return [
+    outcome(2, "dead-lettered", at + 30_000),
+    outcome(1, "acked", at + 300_000, `redriven-${at + 299_000}`),
+  ];
 }
 
 async function fill(): Promise<{ target: string; written: number }> {
