@@ -108,10 +108,10 @@ interface CliResult {
 async function dlq(...args: string[]): Promise<CliResult> {
   const out = { stdout: "", stderr: "" };
   const code = await main([...args, "--url", vhost.url], {
-    stdout: (text) => {
+    out: (text) => {
       out.stdout += text;
     },
-    stderr: (text) => {
+    err: (text) => {
       out.stderr += text;
     },
     env: {},
@@ -530,10 +530,10 @@ describe("dlq bad input", () => {
   it("exits with 1 and one line without the password when the broker is unreachable", async () => {
     const out = { stdout: "", stderr: "" };
     const code = await main(["--url", "amqp://guest:s3cret@127.0.0.1:1/x"], {
-      stdout: (text) => {
+      out: (text) => {
         out.stdout += text;
       },
-      stderr: (text) => {
+      err: (text) => {
         out.stderr += text;
       },
       env: {},

@@ -1,6 +1,4 @@
 #!/usr/bin/env -S pnpm exec tsx
-import { realpathSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import type { ChannelModel } from "amqplib";
 import { type Command, parseCommand, USAGE } from "../dlq/args.ts";
 import { connect, messageOf } from "../dlq/broker.ts";
@@ -19,31 +17,19 @@ import { listDeadLetterQueues } from "../dlq/list.ts";
 import { payloadOf, readDeadLetter } from "../dlq/message.ts";
 import { peek } from "../dlq/peek.ts";
 import { type RedriveOptions, redrive } from "../dlq/redrive.ts";
-
-/** Where the CLI writes; the tests pass their own. */
-export interface Io {
-  stdout(text: string): void;
-  stderr(text: string): void;
-  env: NodeJS.ProcessEnv;
-}
-
-const processIo: Io = {
-  stdout: (text) => process.stdout.write(text),
-  stderr: (text) => process.stderr.write(text),
-  env: process.env,
-};
+import { type Io, isEntryPoint, processIo } from "./io.ts";
 
 /** `pnpm dlq …`: 0 done, 1 the broker failed or is unreachable, 2 bad input; problems as one line. */
-export async function main(argv: string[], io: Io = processIo): Promise<number> {
+export async function main(argv: string[], io: Io = processIo()): Promise<number> {
   let command: Command;
   try {
-    command = parseCommand(argv, io.env);
+    command = parseCommand(argv, io.env ?? process.env);
   } catch (error) {
-    io.stderr(`dlq: ${oneLine(messageOf(error))}\n`);
+    io.err(`dlq: ${oneLine(messageOf(error))}\n`);
     return error instanceof InputError ? 2 : 1;
   }
   if (command.name === "help") {
-    io.stdout(USAGE);
+    io.out(USAGE);
     return 0;
   }
   let connection: ChannelModel | undefined;
@@ -52,7 +38,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     await run(command, connection, io);
     return 0;
   } catch (error) {
-    io.stderr(`dlq: ${oneLine(messageOf(error))}\n`);
+    io.err(`dlq: ${oneLine(messageOf(error))}\n`);
     return error instanceof InputError ? 2 : 1;
   } finally {
     await connection?.close().catch(() => undefined);
@@ -66,8 +52,8 @@ async function run(command: Exclude<Command, { name: "help" }>, connection: Chan
       const rows = (await listDeadLetterQueues(connection, command.queues)).filter(
         (row) => !command.nonempty || (row.depth ?? 0) > 0,
       );
-      if (command.json) for (const row of rows) io.stdout(`${queueRowJson(row, now)}\n`);
-      else io.stdout(rows.length === 0 ? "no dead-letter queues\n" : queueTable(rows, now));
+      if (command.json) for (const row of rows) io.out(`${queueRowJson(row, now)}\n`);
+      else io.out(rows.length === 0 ? "no dead-letter queues\n" : queueTable(rows, now));
       return;
     }
     case "show": {
@@ -77,9 +63,9 @@ async function run(command: Exclude<Command, { name: "help" }>, connection: Chan
         ...readDeadLetter(message, queue),
         ...(command.payload ? { payload: payloadOf(message) } : {}),
       }));
-      if (command.json) for (const letter of letters) io.stdout(`${letterJson(letter, now)}\n`);
-      else if (letters.length === 0) io.stdout(`${queue}: no messages\n`);
-      else io.stdout(letters.map((letter, i) => letterBlock(letter, i + 1, now)).join("\n"));
+      if (command.json) for (const letter of letters) io.out(`${letterJson(letter, now)}\n`);
+      else if (letters.length === 0) io.out(`${queue}: no messages\n`);
+      else io.out(letters.map((letter, i) => letterBlock(letter, i + 1, now)).join("\n"));
       return;
     }
     case "redrive": {
@@ -88,14 +74,14 @@ async function run(command: Exclude<Command, { name: "help" }>, connection: Chan
         queue,
         filter: command.filter,
         dryRun: command.dryRun,
-        onMessage: (line) => io.stdout(command.json ? redriveLineJson(line) : redriveLineText(line)),
+        onMessage: (line) => io.out(command.json ? redriveLineJson(line) : redriveLineText(line)),
         ...(command.limit === undefined ? {} : { limit: command.limit }),
-        ...crashHook(io.env),
+        ...crashHook(io.env ?? process.env),
       };
       const { matched, moved, returned, stalled } = await redrive(connection, options);
-      io.stderr(`${JSON.stringify({ matched, moved, returned })}\n`);
+      io.err(`${JSON.stringify({ matched, moved, returned })}\n`);
       if (stalled) {
-        io.stderr("dlq: stopped after 65,535 messages that stay; narrow the filter or move those first\n");
+        io.err("dlq: stopped after 65,535 messages that stay; narrow the filter or move those first\n");
       }
       return;
     }
@@ -120,12 +106,4 @@ function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, " ").trim();
 }
 
-function isEntryPoint(): boolean {
-  try {
-    return realpathSync(process.argv[1] ?? "") === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isEntryPoint()) process.exitCode = await main(process.argv.slice(2));
+if (isEntryPoint(import.meta.url)) process.exitCode = await main(process.argv.slice(2));

@@ -1,19 +1,11 @@
 #!/usr/bin/env -S pnpm exec tsx
-import { realpathSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { BadOptionError, ReplayError } from "../read/errors.ts";
 import type { JournalRecord } from "../records.ts";
 import { replayJournal } from "../replay.ts";
 import { findStory } from "../story/find.ts";
 import { renderStory, storyRecords } from "../story/render.ts";
 import { type CliCommand, parseCli, USAGE } from "./args.ts";
-
-/** Where the CLI writes: the process's streams, or a test's buffers. */
-export interface Io {
-  out(text: string): void;
-  err(text: string): void;
-  signal?: AbortSignal;
-}
+import { type Io, isEntryPoint, processIo } from "./io.ts";
 
 /** Runs the CLI; resolves with its exit code (0 done, 1 broker/journal/nothing found, 2 bad option). */
 export async function main(argv: string[], io: Io): Promise<number> {
@@ -67,28 +59,13 @@ function fail(error: unknown, io: Io): number {
   return 1;
 }
 
-/** Run as a program (not imported by a test): real streams, Ctrl-C stops a --follow read. */
-function isMain(): boolean {
-  const script = process.argv[1];
-  if (script === undefined) return false;
-  try {
-    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isMain()) {
+// Run as a program (not imported by a test): real streams, Ctrl-C stops a --follow read.
+if (isEntryPoint(import.meta.url)) {
   const abort = new AbortController();
   const stop = () => abort.abort();
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
-  const io: Io = {
-    out: (text) => process.stdout.write(text),
-    err: (text) => process.stderr.write(text),
-    signal: abort.signal,
-  };
-  process.exitCode = await main(process.argv.slice(2), io);
+  process.exitCode = await main(process.argv.slice(2), processIo(abort.signal));
   process.off("SIGINT", stop);
   process.off("SIGTERM", stop);
 }
