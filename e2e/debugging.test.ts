@@ -78,12 +78,12 @@ async function command(script: "replay" | "dlq", args: string[]) {
 
 /** The same CLI called in this process (its `main`), which the rest of the file uses: no start-up each time. */
 async function cli(script: "replay" | "dlq", args: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const io = { out: (text: string) => void (stdout += text), err: (text: string) => void (stderr += text) };
+  const out: string[] = [];
+  const err: string[] = [];
+  const io = { out: (text: string) => out.push(text), err: (text: string) => err.push(text) };
   const code = await (script === "replay" ? replay : dlq)([...args, "--url", sys.amqpUrl], io);
-  if (code !== 0) throw new Error(`${script} ${args.join(" ")} exited ${code}: ${stderr}`);
-  return { stdout };
+  if (code !== 0) throw new Error(`${script} ${args.join(" ")} exited ${code}: ${err.join("")}`);
+  return { stdout: out.join("") };
 }
 
 const jsonLines = (text: string) =>
