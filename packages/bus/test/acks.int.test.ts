@@ -10,6 +10,11 @@ let client: AmqpBus;
 let server: AmqpBus;
 const log = testLogger();
 const handled = new Map<string, number>();
+/** The slow request holds its prefetch place until the test has looked (a gate, not a delay a busy machine outlasts). */
+let releaseSlow: () => void = () => undefined;
+const slowGate = new Promise<void>((resolve) => {
+  releaseSlow = resolve;
+});
 
 beforeAll(async () => {
   vhost = await createTestVhost();
@@ -17,6 +22,7 @@ beforeAll(async () => {
   server = await createAmqpBus({ url: vhost.url, service: "users", logger: log, prefetch: 4 });
   await server.serve(TestRpc.echo, async ({ text, delayMs }) => {
     handled.set(text, (handled.get(text) ?? 0) + 1);
+    if (text === "slow") await slowGate;
     if (delayMs) await sleep(delayMs);
     return { text, requestId: text };
   });
@@ -34,13 +40,14 @@ describe("batched acknowledgements of RPC requests", () => {
   it("acknowledges every request, also those finished ahead of a slower earlier one", async () => {
     // One slow request holds the first of 4 prefetch places while 40 fast ones pass it: they can only
     // pass if each is acknowledged without waiting for it.
-    const slow = client.call(TestRpc.echo, { text: "slow", delayMs: 1500 });
+    const slow = client.call(TestRpc.echo, { text: "slow" }, { timeoutMs: 60_000 });
     await waitFor(() => handled.has("slow"), 5_000, "the slow request to start");
     const fast = await Promise.all(
       Array.from({ length: 40 }, (_, i) => client.call(TestRpc.echo, { text: `fast-${i}` })),
     );
     expect(fast).toHaveLength(40);
     expect(await vhost.queueCounts(queue)).toMatchObject({ unacknowledged: 1 });
+    releaseSlow();
     await slow;
     await waitFor(
       async () => (await vhost.queueCounts(queue)).unacknowledged === 0,
