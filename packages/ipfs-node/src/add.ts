@@ -64,7 +64,11 @@ export async function importParts(
   });
   parser.on("close", () => queue.push(null));
   parser.on("error", (err) => queue.push(err instanceof Error ? err : new Error(String(err))));
-  req.on("error", (err) => queue.push(err));
+  req.on("error", (err) => {
+    queue.push(err);
+    // A part being read ends with the error too: the import stops instead of waiting for it forever.
+    parser.destroy(err);
+  });
   req.pipe(parser);
   const results: AddedEntry[] = [];
   const roots: CID[] = [];

@@ -1,8 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { FsBlockstore } from "blockstore-fs";
 import { exporter } from "ipfs-unixfs-exporter";
+import { CID } from "multiformats/cid";
 import { importParts } from "./add.ts";
+import { serveGateway } from "./gateway.ts";
+import { markReachable, parseGcOptions, sweep } from "./gc.ts";
 import { ipfsPath, isNotFound, parseAddOptions, RpcError } from "./rpc-args.ts";
+import { GcLock, type Release } from "./rwlock.ts";
 import { openStore } from "./store.ts";
 import { discardingStore } from "./unixfs.ts";
 
@@ -10,11 +15,14 @@ export { parseAddOptions };
 
 /**
  * A STAND-IN for Kubo, not Kubo: an HTTP server on loopback that answers the few Kubo RPC API calls the
- * storage service makes (`add`, `cat`, `pin/add`, `pin/rm`, `pin/ls`, `version`) the way Kubo answers
+ * platform makes (`add`, `cat`, `pin/add`, `pin/rm`, `pin/ls`, `repo/gc`, `version`) the way Kubo answers
  * them, so `kubo-rpc-client` is the only code path in development, tests and production. Blocks live on
  * disk (`<dataDir>/blocks`, blockstore-fs), recursive pins in `<dataDir>/pins.json`. CIDs come from
- * `ipfs-unixfs-importer` with Kubo's import settings. It has no network, no garbage collection, no
- * gateway; an option that would change a CID and that it does not implement is refused, never ignored.
+ * `ipfs-unixfs-importer` with Kubo's import settings. Garbage collection is Kubo's: it removes every block
+ * no recursive pin reaches, under Kubo's GC lock (a GC alone; each add, from its first block to its pin,
+ * and each `pin/add` shared). The same server is a read-only gateway for files, `GET /ipfs/<cid>/<path>`
+ * (gateway.ts), as Kubo's RPC port is. It has no network, so a missing block fails at once; an option
+ * that would change a CID and that it does not implement is refused, never ignored.
  */
 export interface IpfsNodeOptions {
   dataDir: string;
@@ -35,20 +43,61 @@ export const STAND_IN_VERSION = "0.1.0-fundraise-stand-in";
 export async function startIpfsNode(options: IpfsNodeOptions): Promise<IpfsNode> {
   const store = await openStore(options.dataDir);
   const { blocks, pins, savePins } = store;
+  const gcLock = new GcLock();
 
   async function add(req: IncomingMessage, res: ServerResponse, query: URLSearchParams): Promise<void> {
     const opts = parseAddOptions(query);
-    const { results, roots } = await importParts(
-      req,
-      opts,
-      opts.onlyHash ? discardingStore : store.blockWrites,
-    );
-    if (opts.pin && !opts.onlyHash) {
-      for (const root of roots) pins.add(root.toString());
-      await savePins();
+    // Kubo's add holds the GC lock shared from its first block to its pin: a GC then waits for it, and
+    // an add whose first block comes while a GC runs or waits waits for that GC.
+    let held: Promise<Release> | undefined;
+    // An add whose client went away gives the lock back then, as Kubo cancels it: the multipart parser
+    // does not end a file part whose request was cut, so the import may never end on its own.
+    let cancelled = false;
+    res.once("close", () => {
+      if (res.writableFinished) return;
+      cancelled = true;
+      held?.then((release) => release());
+    });
+    const locked: Pick<FsBlockstore, "put"> = {
+      async put(cid, bytes, options) {
+        if (cancelled) throw new Error("add cancelled: the client went away");
+        held ??= gcLock.shared();
+        await held;
+        return store.blockWrites.put(cid, bytes, options);
+      },
+    };
+    try {
+      const { results, roots } = await importParts(req, opts, opts.onlyHash ? discardingStore : locked);
+      if (opts.pin && !opts.onlyHash) {
+        for (const root of roots) pins.add(root.toString());
+        await savePins();
+      }
+      res.writeHead(200, { "Content-Type": "application/json", "X-Chunked-Output": "1" });
+      res.end(results.map((r) => `${JSON.stringify(r)}\n`).join(""));
+    } finally {
+      if (held) (await held)();
     }
-    res.writeHead(200, { "Content-Type": "application/json", "X-Chunked-Output": "1" });
-    res.end(results.map((r) => `${JSON.stringify(r)}\n`).join(""));
+  }
+
+  /** Kubo's `repo gc`: NDJSON `{"Key":{"/":"<cid>"}}` per removed block, streamed as they go. */
+  async function repoGc(res: ServerResponse, query: URLSearchParams): Promise<void> {
+    const { silent } = parseGcOptions(query);
+    const release = await gcLock.exclusive();
+    try {
+      if (res.destroyed) return;
+      const marked = await markReachable(
+        blocks,
+        [...pins].map((cid) => CID.parse(cid)),
+      );
+      res.writeHead(200, { "Content-Type": "application/json", "X-Chunked-Output": "1" });
+      for await (const cid of sweep(blocks, marked)) {
+        // Not waiting for the client: the lock is held until the sweep ends, as Kubo's GC goes on.
+        if (!silent) res.write(`${JSON.stringify({ Key: { "/": cid.toString() } })}\n`);
+      }
+      res.end();
+    } finally {
+      release();
+    }
   }
 
   async function cat(res: ServerResponse, query: URLSearchParams): Promise<void> {
@@ -87,6 +136,15 @@ export async function startIpfsNode(options: IpfsNodeOptions): Promise<IpfsNode>
   }
 
   async function pinAdd(res: ServerResponse, query: URLSearchParams): Promise<void> {
+    const release = await gcLock.shared();
+    try {
+      await pinAddLocked(res, query);
+    } finally {
+      release();
+    }
+  }
+
+  async function pinAddLocked(res: ServerResponse, query: URLSearchParams): Promise<void> {
     const added: string[] = [];
     for (const arg of query.getAll("arg")) {
       const { path, root } = ipfsPath(arg);
@@ -122,6 +180,7 @@ export async function startIpfsNode(options: IpfsNodeOptions): Promise<IpfsNode>
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://localhost");
+    if (url.pathname.startsWith("/ipfs/")) return serveGateway(req, res, blocks);
     const command = url.pathname.replace(/^\/api\/v0\//, "");
     if (!url.pathname.startsWith("/api/v0/")) {
       res.writeHead(404, { "Content-Type": "text/plain" });
@@ -145,6 +204,8 @@ export async function startIpfsNode(options: IpfsNodeOptions): Promise<IpfsNode>
         return pinRm(res, query);
       case "pin/ls":
         return pinLs(res, query);
+      case "repo/gc":
+        return repoGc(res, query);
       case "version":
         return json(res, {
           Version: STAND_IN_VERSION,

@@ -10,3 +10,4 @@ export {
   SELF_CHECK,
   translateIpfsError,
 } from "./kubo.ts";
+export { type Release, type Releaser, releaseAndUnpin, type Unpinned } from "./release.ts";

@@ -6,8 +6,8 @@ import { ContentErrors } from "./errors.ts";
 
 /**
  * Kubo's default `ipfs add`, passed explicitly on every add (architecture.md, "Storage and IPFS"): a node
- * with other `Import.*` settings still gives the CIDs the chain and the original system know. Without
- * the pin: only the storage service pins (ADR "Upload bytes never cross the broker").
+ * with other `Import.*` settings still gives the CIDs the chain and the original system know. The pin is
+ * the caller's choice (`addDirectory`'s `pin`: the gateway pins what it adds, ADR 0027).
  */
 export const KUBO_ADD_OPTIONS = {
   cidVersion: 0,
@@ -26,8 +26,8 @@ export type AddSource =
 export const SELF_CHECK = { content: "hello world\n", cid: "QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o" };
 
 /**
- * What the gateway (add, cat) and the storage service (pin, unpin, inventory) need of IPFS. One
- * implementation: a Kubo RPC API through kubo-rpc-client.
+ * What the gateway (add pinned, cat, unpin a refused write's content) and the storage service (pin,
+ * unpin, inventory) need of IPFS. One implementation: a Kubo RPC API through kubo-rpc-client.
  */
 export interface Ipfs {
   /**
@@ -42,12 +42,20 @@ export interface Ipfs {
   cat(path: string, maxBytes: number): Promise<Uint8Array>;
   /** Pins the CID recursively (nothing to do when it is pinned already). */
   pin(cid: CID): Promise<void>;
-  /** Unpins the CID; false when it was not pinned (Kubo: "not pinned or pinned indirectly"). */
-  unpin(cid: CID): Promise<boolean>;
+  /**
+   * Unpins the CID; false when it was not pinned (Kubo: "not pinned or pinned indirectly"). `timeoutMs`
+   * cuts it sooner than the IPFS timeout (an unpin within a release's window, release.ts).
+   */
+  unpin(cid: CID, options?: { timeoutMs?: number }): Promise<boolean>;
   /** The CIDs the node pins recursively (`pin ls --type=recursive`), as strings. */
   recursivePins(): Promise<string[]>;
   /** Whether the CID is a directory with a `whitepaper` entry: the shape of a project's content. */
   isProjectContent(cid: CID): Promise<boolean>;
+  /**
+   * Runs the node's garbage collection (`repo gc`): every block no recursive pin reaches is removed,
+   * including those of unpinned adds already answered. Answers how many blocks it removed.
+   */
+  gc(): Promise<number>;
 }
 
 /** A kubo-rpc-client or fetch failure as the platform's error: down 503, slow 504, missing 404. */
@@ -158,10 +166,21 @@ export function createKuboIpfs(options: Pick<IpfsSettings, "url" | "timeoutMs" |
       }
     },
 
-    unpin: (cid) =>
+    gc: () =>
+      guard(async () => {
+        let removed = 0;
+        for await (const result of client.repo.gc(deadline(options.timeoutMs))) {
+          // Kubo answers `{ Error }` lines only with --stream-errors; a failed GC is otherwise an HTTP error.
+          if (result.err) throw ContentErrors.unavailable(result.err);
+          removed++;
+        }
+        return removed;
+      }),
+
+    unpin: (cid, unpin = {}) =>
       guard(async () => {
         try {
-          await client.pin.rm(cid, deadline(options.timeoutMs));
+          await client.pin.rm(cid, deadline(unpin.timeoutMs ?? options.timeoutMs));
           return true;
         } catch (error) {
           if (/not pinned/.test(error instanceof Error ? error.message : "")) return false;

@@ -43,7 +43,7 @@ describe("effects", () => {
     ["projects.user.fence", "write"],
     ["chain.index.progress", "read"],
     ["chain.logs.evaluations", "read"],
-    ["storage.content.pin", "write"],
+    ["projects.content.release", "write"],
   ])("%s is %s", (name, effect) => {
     expect(RPCS.get(name)?.effect).toBe(effect);
   });

@@ -52,6 +52,11 @@ export const ErrorCode = {
   DB_UNAVAILABLE: "DB_UNAVAILABLE",
   CHAIN_UNAVAILABLE: "CHAIN_UNAVAILABLE",
   IPFS_UNAVAILABLE: "IPFS_UNAVAILABLE",
+  /**
+   * The write's content was released for unpinning meanwhile (content-release.ts): the gateway pins it
+   * again and writes again; a client sees it only when that keeps failing (503).
+   */
+  CONTENT_RELEASED: "CONTENT_RELEASED",
   /** A stream (an upload) whose receiving instance stopped, or that it dropped (abandoned, expired). */
   STREAM_INTERRUPTED: "STREAM_INTERRUPTED",
 } as const;

@@ -3,6 +3,7 @@ export * from "./auth.ts";
 export * from "./catalog.ts";
 export * from "./chain.ts";
 export * from "./common.ts";
+export * from "./content-release.ts";
 export * from "./envelope.ts";
 export * from "./error-codes.ts";
 export * from "./errors.ts";

@@ -10,6 +10,13 @@ import {
   PermissionRole,
   ProjectStatus,
 } from "./common.ts";
+import {
+  ContentDropped,
+  ContentRelease,
+  ContentTaken,
+  ReleaseContentAnswer,
+  ReleaseContentRequest,
+} from "./content-release.ts";
 import { defineEvent, defineRpc } from "./message.ts";
 import { personal } from "./personal.ts";
 import { ContentRef } from "./storage.ts";
@@ -86,8 +93,8 @@ export const Rating = Type.Object(
 
 /**
  * What the projects service receives for Add and Update: the fields of a ProjectRequest, with the file
- * and image decoded from hex by the gateway and added to IPFS (unpinned) while the body arrived; the
- * write carries their reference and has the storage service pin it once it accepted the rest.
+ * and image decoded from hex by the gateway and added to IPFS, pinned, while the body arrived; the write
+ * carries their reference (the storage service records the pin from the write's `content.taken` event).
  */
 export const ProjectWrite = Type.Object({
   projectID: Type.Optional(Type.Integer()),
@@ -257,6 +264,19 @@ export const ProjectsRpc = {
     response: Type.Array(FileHash),
     effect: "read",
   }),
+  /**
+   * Asked by whoever unpins (storage, the gateway for a refused write) before it unpins: held content is
+   * answered as such, the rest is released (content-release.ts). Under each content's lock.
+   */
+  releaseContent: defineRpc("projects.content.release", {
+    request: ReleaseContentRequest,
+    response: ReleaseContentAnswer,
+  }),
+  /** The unpins of these releases are done: a write of the same content need not wait for their window. */
+  confirmRelease: defineRpc("projects.content.release-done", {
+    request: Type.Object({ releases: Type.Array(ContentRelease, { maxItems: 1000 }) }),
+    response: Done,
+  }),
   pendingInvitations: defineRpc("projects.permission.pending-of-user", {
     request: Type.Object({ userId: Id }),
     response: Type.Array(ProjectPermission),
@@ -283,6 +303,10 @@ export const ProjectsEvents = {
     Type.Object({ projectId: Id, fileHash: FileHash, ownerId: Id, projectName: Type.String() }),
   ),
   deleted: defineEvent("projects.project.deleted", Type.Object({ projectId: Id, fileHash: Type.String() })),
+  /** A project took content (Add, a new file by Update), in the same transaction: its pin is recorded. */
+  contentTaken: defineEvent("projects.content.taken", ContentTaken),
+  /** A project let go of content (deleted, rejected, file replaced): it is released and unpinned. */
+  contentDropped: defineEvent("projects.content.dropped", ContentDropped),
   /**
    * Any change to a project or to who belongs to it, in the changing transaction. `before`: who saw it
    * before (null for a new project), so a stream can tell a project leaving a subscriber's view from one

@@ -1,61 +1,35 @@
 import Type, { type Static } from "typebox";
 import { FileHash, Nullable } from "./common.ts";
-import { defineEvent, defineRpc } from "./message.ts";
+import { defineEvent } from "./message.ts";
 
 /**
- * The storage service: the pins of content on IPFS (a Kubo RPC API) and the inventory of what it pinned.
- * Content never crosses the bus: messages carry its CID (`ContentRef`).
+ * The storage service: the inventory of the pins of content on IPFS (a Kubo RPC API). The gateway pins
+ * what it adds; storage records it from the projects service's content events, unpins what no project
+ * holds, and sweeps. Content never crosses the bus: messages carry its CID (`ContentRef`).
  * `fileHash` is the sha2-256 digest of the content's CIDv0 (a directory with entries `whitepaper` and,
  * when given, `image`), 64 upper-case hex.
  */
 
 /** A CIDv0 (base58btc, sha2-256), as Kubo's default add names content. */
-const CidV0 = Type.String({ pattern: "^Qm[1-9A-HJ-NP-Za-km-z]{44}$" });
-
-/** Content on IPFS, pinned and recorded: what a pin answers. */
-export const Uploaded = Type.Object({
-  fileHash: FileHash,
-  cid: Type.String({ description: "the directory's CIDv0" }),
-  imagePath: Nullable(Type.String({ description: "/ipfs/<cid>/image, or null without an image" })),
-});
-export type Uploaded = Static<typeof Uploaded>;
+export const CidV0 = Type.String({ pattern: "^Qm[1-9A-HJ-NP-Za-km-z]{44}$" });
 
 /**
  * A project's content on IPFS, by reference (the claim check): the gateway added the directory (entries
- * `whitepaper` and, when given, `image`) to the node while the body arrived, not pinned; the sizes are
- * those it counted. `fileBytes` null: the body brought no whitepaper (an image alone, which a write refuses).
+ * `whitepaper` and, when given, `image`) to the node, pinned, while the body arrived; the sizes are those
+ * it counted. `fileBytes` null: the body brought no whitepaper (an image alone, which a write refuses).
+ * `repinnedAfter`: the gateway pinned the content again after the projects service said the release of
+ * this version (and every one before it) was over (CONTENT_RELEASED, ADR 0027).
  */
 export const ContentRef = Type.Object({
   cid: CidV0,
   fileBytes: Nullable(Type.Integer({ minimum: 1 })),
   imageBytes: Nullable(Type.Integer({ minimum: 1 })),
+  repinnedAfter: Type.Optional(Type.Integer({ minimum: 1 })),
 });
 export type ContentRef = Static<typeof ContentRef>;
 
-/** The storage service's calls: pinning content the gateway added, and removing it. */
-export const StorageRpc = {
-  /**
-   * Pins content the gateway added and records it in the inventory (its `pinned` event), once the write
-   * that carries it is accepted: a directory with a `whitepaper` entry within the limits, or 400/413.
-   */
-  pin: defineRpc("storage.content.pin", {
-    request: Type.Object({
-      cid: CidV0,
-      fileBytes: Type.Integer({ minimum: 1 }),
-      imageBytes: Nullable(Type.Integer({ minimum: 1 })),
-      /** Why it is stored, for the inventory (e.g. `project:add`, `project:12:update`). */
-      reason: Type.String({ minLength: 1, maxLength: 200 }),
-    }),
-    response: Uploaded,
-    timeoutMs: 60_000,
-  }),
-  /** Unpins the content and records it; true when it was pinned, false when unknown or already removed. */
-  remove: defineRpc("storage.content.remove", {
-    request: Type.Object({ fileHash: FileHash, reason: Type.Optional(Type.String({ maxLength: 200 })) }),
-    response: Type.Boolean(),
-    timeoutMs: 30_000,
-  }),
-} as const;
+/** The storage service answers no calls: it keeps the pin inventory from the projects service's events. */
+export const StorageRpc = {} as const;
 
 export const StorageEvents = {
   pinned: defineEvent(

@@ -1,3 +1,4 @@
+import { fileHashOf } from "@fundraise/ipfs";
 import {
   AuthRpc,
   ChainRpc,
@@ -34,6 +35,15 @@ beforeAll(async () => {
   await h.bus.serve(ProjectsRpc.add, async (request) => {
     seen.add = request.project;
     throw errors.conflict(ErrorCode.PROJECT_NAME_TAKEN, "A project with this name exists.");
+  });
+  // A stand-in for the projects service's releases: no project holds anything here.
+  await h.bus.serve(ProjectsRpc.releaseContent, async ({ fileHashes }) => {
+    seen.released = fileHashes;
+    return { released: fileHashes.map((fileHash, i) => ({ fileHash, version: i + 1 })), held: [] };
+  });
+  await h.bus.serve(ProjectsRpc.confirmRelease, async ({ releases }) => {
+    seen.confirmed = releases;
+    return null;
   });
 });
 afterAll(() => h.close());
@@ -77,7 +87,7 @@ describe("wire format", () => {
     expect(seen.invite).toEqual({ projectID: 5, username: "bob", role: "Co-Owner" });
   });
 
-  it("decodes the project file from hex at the edge, adds it to IPFS unpinned, and maps a conflict to 409", async () => {
+  it("decodes the project file from hex at the edge, adds it to IPFS pinned, maps a conflict to 409 and releases the content", async () => {
     const token = await h.signer.sign({ userId: 3, role: "Base" });
     const res = await h.app.inject({
       method: "POST",
@@ -91,8 +101,10 @@ describe("wire format", () => {
     const { content } = seen.add as { content: ContentRef };
     expect(content).toMatchObject({ fileBytes: 5, imageBytes: null });
     expect(await h.ipfs.hexOf(content)).toEqual({ whitepaper: "68656c6c6f" });
-    // The write was refused: nothing pins its content (only storage pins, for an accepted write).
-    expect(await h.ipfs.pinned(content.cid)).toBe(false);
+    // The write was refused: its content is released and unpinned at once, the release confirmed.
+    await expect.poll(() => h.ipfs.pinned(content.cid)).toBe(false);
+    expect(seen.released).toEqual([fileHashOf(content.cid)]);
+    await expect.poll(() => seen.confirmed).toEqual([{ fileHash: fileHashOf(content.cid), version: 1 }]);
   });
 });
 

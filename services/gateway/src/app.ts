@@ -151,6 +151,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     ipfs: deps.ipfs,
     timeoutMs: config.ipfs.timeoutMs,
     limits: config.limits,
+    releaser: {
+      release: (fileHashes, reason) => bus.call(ProjectsRpc.releaseContent, { fileHashes, reason }),
+      confirm: async (releases) => {
+        await bus.call(ProjectsRpc.confirmRelease, { releases });
+      },
+    },
   });
   registerEventDebugRoutes(app, bus);
 

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createRpcAnswers } from "@fundraise/outbox";
-import { ChainRpc, StorageRpc, UsersRpc } from "@fundraise/protocol";
+import { ChainRpc, UsersRpc } from "@fundraise/protocol";
 import { type AppDeps, openAppDatabase, type ServiceApp } from "@fundraise/service-kit";
 import { createDirectChainRead } from "./chain/direct-read.ts";
 import { withDirectFallback } from "./chain/fallback.ts";
@@ -9,8 +9,9 @@ import { migrations } from "./db/migrations/index.ts";
 import { type ChainIndex, createChainSync } from "./projects/chain.service.ts";
 import { createHotReads } from "./projects/hot-reads.ts";
 import { createMembershipService } from "./projects/membership.service.ts";
+import { createContentReleases } from "./projects/project.content.ts";
 import { Permission, Project, Rating } from "./projects/project.entity.ts";
-import type { ContentStore, UserDirectory } from "./projects/project.ports.ts";
+import type { UserDirectory } from "./projects/project.ports.ts";
 import { createProjectRepository, PROJECTS_SCHEMA } from "./projects/project.repository.ts";
 import { createProjectService } from "./projects/project.service.ts";
 import { createUserFenceService } from "./projects/user-fence.service.ts";
@@ -29,16 +30,6 @@ export async function startProjectsApp(deps: AppDeps<ProjectsConfig>): Promise<S
   bus.keepAnswers(createRpcAnswers(pool, { schema: PROJECTS_SCHEMA, logger: log }));
   const directChain = createDirectChainRead(config.chain);
   shutdown.add("direct chain reads", () => directChain.close());
-  const content: ContentStore = {
-    store: (content, reason, ctx) => bus.call(StorageRpc.pin, { ...content, reason }, ctx),
-    // Clean-up runs after the answer too: the request id and trace pass on, the caller's deadline does not.
-    remove: (fileHash, reason, ctx) =>
-      bus.call(
-        StorageRpc.remove,
-        { fileHash, reason },
-        { requestId: ctx.requestId, traceparent: ctx.traceparent },
-      ),
-  };
   const users: UserDirectory = {
     byUsername: (username, ctx) => bus.call(UsersRpc.byUsername, { username }, ctx),
     byIds: (ids, ctx) => bus.call(UsersRpc.byIds, { ids }, ctx),
@@ -55,7 +46,6 @@ export async function startProjectsApp(deps: AppDeps<ProjectsConfig>): Promise<S
   const repository = createProjectRepository(() => orm.em.fork());
   const projects = createProjectService({
     projects: repository,
-    content,
     reviewQueueMax: config.reviewQueueMax,
     reviewSharePerProposer: config.reviewSharePerProposer,
     hotReads: createHotReads({ version: () => repository.listVersion() }),
@@ -63,7 +53,8 @@ export async function startProjectsApp(deps: AppDeps<ProjectsConfig>): Promise<S
   const memberships = createMembershipService({ projects: repository, users });
   const chain = createChainSync({ projects: repository, index, consumer: CONSUMER });
   const fences = createUserFenceService({ projects: repository, users, graceMs: config.fence.graceMs });
-  await serveProjectsRpc(bus, projects, memberships, chain, fences);
+  const releases = createContentReleases({ projects: repository });
+  await serveProjectsRpc(bus, { projects, memberships, chain, fences, releases });
   await subscribeProjects(bus, fences, chain);
   const sweeping = setInterval(() => {
     const requestId = `fence-sweep-${randomUUID()}`;

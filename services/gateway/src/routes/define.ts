@@ -85,6 +85,11 @@ interface RouteOptions<D extends RpcDescriptor, S extends InputSchemas> {
   /** Response headers taken from the RPC's result (what the `data` mapping leaves out of the body). */
   headers?: (result: ResponseOf<D>) => Record<string, string>;
   status?: 200 | 201;
+  /**
+   * The request to send again after the RPC failed, when the route can mend the failure (an upload whose
+   * content was released meanwhile pins it again: uploads/released.ts); null: the failure is the answer.
+   */
+  retry?: (error: AppError, sent: RequestOf<D>, request: FastifyRequest) => Promise<RequestOf<D> | null>;
   /** The status from the result, when it is not always `status` (both are in the document). */
   statusOf?: (result: ResponseOf<D>) => 200 | 201;
   bodyLimit?: number;
@@ -222,14 +227,24 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
       let message: string | null;
       let replayed: true | undefined;
       try {
-        ({
-          data: result,
-          message,
-          replayed,
-        } = await bus.callWithMessage(route.rpc, rpcRequest, {
-          requestId: request.id,
-          idempotency: claimed?.requestKey,
-        }));
+        let sent = rpcRequest;
+        for (;;) {
+          try {
+            ({
+              data: result,
+              message,
+              replayed,
+            } = await bus.callWithMessage(route.rpc, sent, {
+              requestId: request.id,
+              idempotency: claimed?.requestKey,
+            }));
+            break;
+          } catch (error) {
+            const again = route.retry ? await route.retry(toAppError(error), sent, request) : null;
+            if (!again) throw error;
+            sent = again;
+          }
+        }
       } catch (error) {
         // The key is free for the retry: a failed write did nothing (writes are transactions), and one
         // whose reply was lost (503/504) is answered again by its service, which kept the answer with the

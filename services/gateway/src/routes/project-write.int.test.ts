@@ -39,12 +39,19 @@ describe("PUT /Project/Update's imageUrl", () => {
     expect(h.ipfs.adds).toEqual([]);
   });
 
-  it("hex is a new image, added to IPFS as bytes and not pinned (the write refused it)", async () => {
-    await update({ projectID: "7", projectName: "Solar", imageUrl: "89504e47" });
+  it("hex is a new image, which comes with the file only: a 400, its add cancelled, nothing sent", async () => {
+    const res = await update({ projectID: "7", projectName: "Solar", imageUrl: "89504e47" });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().message).toBe("An image comes with the file: send fileHex too.");
+    expect(sent).toEqual([]);
+    await expect.poll(() => h.ipfs.adds.map((add) => add.outcome)).toEqual(["failed"]);
+  });
+
+  it("hex image and file: both entries of one directory, pinned as added", async () => {
+    await update({ projectID: "7", projectName: "Solar", imageUrl: "89504e47", fileHex: "25504446" });
     const content = sent[0]?.project.content ?? null;
-    expect(content).toMatchObject({ fileBytes: null, imageBytes: 4 });
-    expect(await h.ipfs.hexOf(content)).toEqual({ image: "89504e47" });
-    expect(await h.ipfs.pinned(content?.cid as string)).toBe(false);
+    expect(content).toMatchObject({ fileBytes: 4, imageBytes: 4 });
+    expect(await h.ipfs.hexOf(content)).toEqual({ whitepaper: "25504446", image: "89504e47" });
   });
 
   it("anything else is a 400 naming the field, and nothing is sent", async () => {

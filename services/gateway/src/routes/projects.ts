@@ -4,6 +4,7 @@ import type { FastifyRequest } from "fastify";
 import Type, { type Static } from "typebox";
 import type { Server } from "../server.ts";
 import { addContentToIpfs, contentOf, takeContentField, type UploadDeps } from "../uploads/plugin.ts";
+import { retryReleased } from "../uploads/released.ts";
 import { withFileHex } from "../uploads/with-hex.ts";
 import { registerRpcRoute } from "./define.ts";
 import { IdParams, Int32, NoInput, oneOf, SignedInt32 } from "./params.ts";
@@ -101,6 +102,7 @@ export function registerProjectRoutes(
       input: { body: ProjectRequest },
       bodyLimit: uploadBodyLimit,
       rpc: ProjectsRpc.update,
+      retry: retryReleased(uploads.ipfs),
       request: async ({ caller, body, request }) => ({
         caller,
         project: await toProjectWrite(body, request),
@@ -116,6 +118,7 @@ export function registerProjectRoutes(
       bodyLimit: uploadBodyLimit,
       status: 201,
       rpc: ProjectsRpc.add,
+      retry: retryReleased(uploads.ipfs),
       // The same proposer's identical Add within 10 minutes: the project it made, 200 (behaviour.md §8).
       statusOf: (added) => (added.existing ? 200 : 201),
       response: ProjectDto,

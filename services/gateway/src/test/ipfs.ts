@@ -47,7 +47,7 @@ export async function startTestIpfs() {
       if (content.imageBytes !== null) entries.image = await read(`/ipfs/${content.cid}/image`);
       return entries;
     },
-    /** Whether the node pins this CID: the gateway never does, only the storage service. */
+    /** Whether the node pins this CID (the gateway pins what it adds; a refused write's content is released). */
     pinned: async (cid: string) => (await client.recursivePins()).includes(cid),
     /** Adds a project's content as a pinned directory (what storage leaves): its fileHash's CID. */
     async seed(whitepaper: Uint8Array): Promise<string> {

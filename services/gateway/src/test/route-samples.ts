@@ -134,6 +134,13 @@ export async function captureAllRpcs(h: Harness): Promise<CapturedCall[]> {
     StorageRpc,
   };
   const servedByHarness = new Set(["AuthRpc.jwks", "AuthRpc.rebuildSession", "ProjectsRpc.listTag"]);
+  // A refused upload's clean-up, not the route's request: its content is answered held (left pinned).
+  await h.bus.serve(ProjectsRpc.releaseContent, async ({ fileHashes }) => ({
+    released: [],
+    held: fileHashes,
+  }));
+  await h.bus.serve(ProjectsRpc.confirmRelease, async () => null);
+  servedByHarness.add("ProjectsRpc.releaseContent").add("ProjectsRpc.confirmRelease");
   for (const [group, descriptors] of Object.entries(groups)) {
     for (const [key, descriptor] of Object.entries(descriptors)) {
       if (servedByHarness.has(`${group}.${key}`)) continue;

@@ -18,14 +18,17 @@ const fieldOf = (key: string): ContentField =>
   (Object.keys(CONTENT_FIELDS) as ContentField[]).find((field) => field.toLowerCase() === key) ?? "fileHex";
 
 /**
- * The content of one Add or Update, added to IPFS while the body arrives (uploads/directory-add.ts): the
- * bytes decoded from `fileHex` and `imageUrl` become the entries `whitepaper` and `image`. The write then
- * carries the directory's reference; the storage service pins it once the projects service accepted the
- * write. A field sent twice (in two spellings) is refused: its first value may be on the node already.
+ * The content of one Add or Update, added to IPFS, pinned, while the body arrives (uploads/directory-add.ts):
+ * the bytes decoded from `fileHex` and `imageUrl` become the entries `whitepaper` and `image`. The write
+ * then carries the directory's reference (`pinned` once handed over: a refused write's content is released
+ * again, uploads/released.ts). A field sent twice (in two spellings) is refused: its first value may be on
+ * the node already.
  */
 export class ContentUpload implements HexBodySinks {
   private readonly sent = new Set<ContentField>();
   private refusal: AppError | undefined;
+  /** The CID of the directory the node added and pinned for this write; null until then. */
+  pinned: string | null = null;
 
   constructor(private readonly add: DirectoryAdd) {}
 
@@ -60,7 +63,9 @@ export class ContentUpload implements HexBodySinks {
   /** Waits for the add: the content the write carries, null when the body had none. */
   async handOver(): Promise<ContentRef | null> {
     if (this.refusal) throw this.refusal;
-    return this.add.finish();
+    const content = await this.add.finish();
+    this.pinned = content?.cid ?? null;
+    return content;
   }
 
   /** The request ended without a finished write: the add is cancelled. Never throws. */

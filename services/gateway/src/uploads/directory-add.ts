@@ -10,10 +10,11 @@ const field = (entry: Entry) => (entry === "whitepaper" ? "file" : "image");
 
 /**
  * One directory add on IPFS fed while a request body arrives: each entry's parts go to the node as they
- * come (`whitepaper`, `image`, in the body's order), not pinned (the storage service pins, once the write
- * is accepted). An entry over its limit fails at once (413), an empty one at the finish (400); a failed
- * or aborted add is cancelled, so a half-sent file never completes. Unpinned blocks of an add that
- * completed for a write that was then refused are the node's garbage to collect.
+ * come (`whitepaper`, `image`, in the body's order), pinned when the add completes (ADR 0027: the process
+ * that holds the bytes stores them; the node's GC lock keeps an add's blocks until its pin). An entry over
+ * its limit fails at once (413), an empty one at the finish (400), a directory without a whitepaper is
+ * never completed; a failed or aborted add is cancelled, so a half-sent file is never pinned. The content
+ * of a write refused after the add completed is released again (uploads/released.ts).
  */
 export class DirectoryAdd {
   private readonly cancel = new AbortController();
@@ -69,6 +70,12 @@ export class DirectoryAdd {
   async finish(): Promise<ContentRef | null> {
     if (this.failure) throw this.failure;
     if (!this.added) return null;
+    if (!this.sizes.has("whitepaper")) {
+      this.fail(
+        errors.validation(ErrorCode.VALIDATION_FAILED, "An image comes with the file: send fileHex too."),
+      );
+      throw this.failure;
+    }
     const empty = ([...this.sizes] as [Entry, number][]).find(([, size]) => size === 0);
     if (empty) {
       this.fail(ContentErrors.empty(field(empty[0])));
@@ -99,7 +106,7 @@ export class DirectoryAdd {
   }
 
   private add(): Promise<CID> {
-    const added = this.deps.ipfs.addDirectory(this.files, { signal: this.cancel.signal });
+    const added = this.deps.ipfs.addDirectory(this.files, { signal: this.cancel.signal, pin: true });
     added.catch((error: unknown) => this.fail(error));
     return added;
   }

@@ -1,4 +1,4 @@
-import type { ContentLimits, Ipfs } from "@fundraise/ipfs";
+import type { ContentLimits, Ipfs, Releaser } from "@fundraise/ipfs";
 import type { ContentRef } from "@fundraise/protocol";
 import { ErrorCode, errors } from "@fundraise/protocol";
 import type { FastifyRequest } from "fastify";
@@ -7,6 +7,7 @@ import { hexToBytes } from "../routes/params.ts";
 import type { Server } from "../server.ts";
 import { CONTENT_FIELDS, type ContentField, ContentUpload, PART_BYTES, WINDOW } from "./content-upload.ts";
 import { DirectoryAdd } from "./directory-add.ts";
+import { releaseRefused } from "./released.ts";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -15,23 +16,28 @@ declare module "fastify" {
   }
 }
 
-/** What the upload routes need: the node they add to, its deadline, and the content limits. */
+/** What the upload routes need: the node they add to, its deadline, the content limits, the releases. */
 export interface UploadDeps {
   ipfs: Ipfs;
   timeoutMs: number;
   limits: ContentLimits;
+  /** The projects service's releases (ProjectsRpc.releaseContent): the only door to an unpin. */
+  releaser: Releaser;
 }
 
 /**
  * Makes the routes registered on `app` (an encapsulated context: Add and Update) add their content to
- * IPFS while the body arrives (uploads/content-upload.ts), and cancel the add of any request not answered
- * with success (its write refused it, or never ran).
+ * IPFS, pinned, while the body arrives (uploads/content-upload.ts), and, for any request not answered
+ * with success (its write refused it, or never ran), cancel the add or release what it pinned.
  */
 export function addContentToIpfs(app: Server, deps: UploadDeps): void {
   app.decorateRequest("upload", null);
   hexJsonBody(app, Object.keys(CONTENT_FIELDS), (request) => uploadOf(request, deps), PART_BYTES);
   app.addHook("onResponse", async (request, reply) => {
-    if (reply.statusCode >= 400) request.upload?.abort();
+    if (reply.statusCode < 400 || !request.upload) return;
+    request.upload.abort();
+    const cid = request.upload.pinned;
+    if (cid) void releaseRefused(cid, { ...deps, log: request.log });
   });
 }
 

@@ -4,10 +4,13 @@ import { evaluated, projectsOnMemory, projectWrite } from "../test/memory-projec
 
 // Every change a live stream shows (the gateway's GET /events) is announced in its transaction, with who
 // saw the project before it: on the in-memory repository, as the rules' other use-case tests.
+// (The content events are for the storage service: project.service.test.ts.)
 
 const ctx = () => testMessageContext();
 const changes = (h: ReturnType<typeof projectsOnMemory>) =>
-  h.projects.events.filter((e) => e.name.startsWith("projects.")).map((e) => e.payload);
+  h.projects.events
+    .filter((e) => e.name.startsWith("projects.") && !e.name.startsWith("projects.content."))
+    .map((e) => e.payload);
 
 describe("announcements of project changes", () => {
   it("each use case announces its change once, with the audience before it", async () => {

@@ -1,30 +1,112 @@
-import type { ContentRef } from "@fundraise/protocol";
-import type { ContentStore, OpContext, StoredContent } from "./project.ports.ts";
-import type { ProjectRepository } from "./project.repository.ts";
-
-/** The content with its whitepaper, or null: a body that brought an image alone. */
-export const withFile = (ref: ContentRef): StoredContent | null =>
-  ref.fileBytes === null ? null : { ...ref, fileBytes: ref.fileBytes };
-
-/** Removes content after a write no longer needs it (a failed write's, a deleted project's, a replaced file). */
-export type DiscardContent = (fileHash: string, reason: string, ctx: OpContext) => Promise<void>;
+import { fileHashOf } from "@fundraise/ipfs";
+import {
+  CONTENT_RELEASE_MEMORY_MS,
+  CONTENT_RELEASE_WINDOW_MS,
+  type ContentRef,
+  ProjectsEvents,
+} from "@fundraise/protocol";
+import { ProjectErrors } from "./project.errors.ts";
+import type { OpContext } from "./project.ports.ts";
+import type { ProjectRepository, ProjectTx } from "./project.repository.ts";
 
 /**
- * Removes content no project holds (the same bytes uploaded twice are one pin); never throws (the
- * caller's answer does not depend on it): a removal that fails leaves an orphan pin, logged, for the
- * storage service's reconciliation.
+ * A write's content as the gateway pinned it (ADR 0027): the directory, its fileHash (the digest of its
+ * CIDv0, which the chain registers), the image's path, and the sizes the gateway counted.
  */
-export function createDiscardContent(deps: {
-  projects: Pick<ProjectRepository, "findByFileHash">;
-  content: Pick<ContentStore, "remove">;
-}): DiscardContent {
-  const { projects, content } = deps;
-  return async (fileHash, reason, ctx) => {
-    try {
-      if (await projects.findByFileHash(fileHash)) return;
-      await content.remove(fileHash, reason, ctx);
-    } catch (err) {
-      ctx.log.warn({ err, fileHash, reason }, "content not removed: it stays pinned until reconciled");
-    }
+export interface TakenContent {
+  fileHash: string;
+  cid: string;
+  imagePath: string | null;
+  fileBytes: number;
+  imageBytes: number | null;
+  repinnedAfter: number;
+}
+
+/** The content with its whitepaper, or null: a body that brought an image alone. */
+export function takenContent(ref: ContentRef): TakenContent | null {
+  if (ref.fileBytes === null) return null;
+  return {
+    fileHash: fileHashOf(ref.cid),
+    cid: ref.cid,
+    imagePath: ref.imageBytes === null ? null : `/ipfs/${ref.cid}/image`,
+    fileBytes: ref.fileBytes,
+    imageBytes: ref.imageBytes,
+    repinnedAfter: ref.repinnedAfter ?? 0,
+  };
+}
+
+/**
+ * A project takes content: under the content's lock, refused while a release of it could have unpinned
+ * it after the gateway pinned it (content-release.ts: CONTENT_RELEASED, the gateway pins again and writes
+ * again), then announced for the inventory in the same transaction.
+ */
+export async function takeContent(
+  t: ProjectTx,
+  projectId: number,
+  content: TakenContent,
+  reason: string,
+  ctx: OpContext,
+): Promise<void> {
+  await requireNotReleased(t, content);
+  const { fileHash, cid, fileBytes, imageBytes } = content;
+  await t.emit(ProjectsEvents.contentTaken, { projectId, fileHash, cid, fileBytes, imageBytes, reason }, ctx);
+}
+
+/** Checks the content's releases; the caller holds `lockHash(content.fileHash)`. */
+export async function requireNotReleased(t: ProjectTx, content: TakenContent): Promise<void> {
+  const release = await t.releaseOf(content.fileHash, {
+    memoryMs: CONTENT_RELEASE_MEMORY_MS,
+    windowMs: CONTENT_RELEASE_WINDOW_MS,
+  });
+  if (release && release.version > content.repinnedAfter) {
+    throw ProjectErrors.contentReleased({ fileHash: content.fileHash, ...release });
+  }
+}
+
+/** A project lets go of content (deleted, rejected, its file replaced): the storage service releases it. */
+export async function dropContent(
+  t: ProjectTx,
+  projectId: number,
+  fileHash: string,
+  reason: string,
+  ctx: OpContext,
+): Promise<void> {
+  await t.emit(ProjectsEvents.contentDropped, { projectId, fileHash, reason }, ctx);
+}
+
+export interface ContentReleases {
+  /** Releases what no project holds, each under its lock, in one transaction. */
+  release(
+    fileHashes: string[],
+    reason: string,
+  ): Promise<{
+    released: { fileHash: string; version: number }[];
+    held: string[];
+  }>;
+  confirm(releases: { fileHash: string; version: number }[]): Promise<void>;
+}
+
+/** `projects.content.release` and `release-done`: the only door to an unpin (content-release.ts). */
+export function createContentReleases(deps: {
+  projects: Pick<ProjectRepository, "transaction">;
+}): ContentReleases {
+  return {
+    release: (fileHashes, reason) =>
+      deps.projects.transaction(async (t) => {
+        const released: { fileHash: string; version: number }[] = [];
+        const held: string[] = [];
+        // Locks in one order, so two releases of overlapping sets never wait on each other in a cycle.
+        for (const fileHash of [...new Set(fileHashes)].sort()) {
+          await t.lockHash(fileHash);
+          if (await t.fileHashTaken(fileHash)) held.push(fileHash);
+          else
+            released.push({
+              fileHash,
+              version: await t.release(fileHash, reason, CONTENT_RELEASE_MEMORY_MS),
+            });
+        }
+        return { released, held };
+      }),
+    confirm: (releases) => deps.projects.transaction((t) => t.confirmReleases(releases)),
   };
 }

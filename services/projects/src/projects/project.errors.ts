@@ -40,6 +40,13 @@ export const ProjectErrors = {
     ),
   alreadyReviewed: () =>
     errors.conflict(ErrorCode.PROJECT_ALREADY_REVIEWED, "A viewer already accepted this project."),
+  /** Retryable: the gateway pins the content again and writes again (content-release.ts). */
+  contentReleased: (details: { fileHash: string; version: number; waitMs: number }) =>
+    errors.unavailable(
+      ErrorCode.CONTENT_RELEASED,
+      "The file was being removed from storage as this write arrived; send it again.",
+      { details },
+    ),
   roleForbidden: (message: string) => errors.forbidden(ErrorCode.ROLE_FORBIDDEN, message),
   notMember: (message = "Only the project's members may do this.") =>
     errors.forbidden(ErrorCode.PROJECT_NOT_MEMBER, message),

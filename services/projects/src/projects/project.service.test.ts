@@ -100,6 +100,17 @@ describe("Add", () => {
         name: "projects.project.created",
         payload: { projectId: id, fileHash, ownerId: proposer.userId, projectName: name },
       },
+      {
+        name: "projects.content.taken",
+        payload: {
+          projectId: id,
+          fileHash,
+          cid: expect.stringMatching(/^Qm/),
+          fileBytes: 1,
+          imageBytes: null,
+          reason: "project:add",
+        },
+      },
       { name: "projects.project.changed", payload: { projectId: id, change: "created", before: null } },
     ]);
   });
@@ -124,9 +135,9 @@ describe("Add", () => {
     ).rejects.toMatchObject({
       code: "PROJECT_FILE_TAKEN",
     });
-    // Refused before the upload: nothing was stored for the name; the same bytes stay pinned for their project.
-    expect(h.content.removed).toEqual([]);
-    expect(h.content.stored).toEqual([first.fileHash, first.fileHash]);
+    // Refused writes take nothing and let go of nothing: the same bytes stay with their project.
+    expect(h.content.dropped).toEqual([]);
+    expect(h.content.taken).toEqual([first.fileHash]);
   });
 
   it("the review queue: 503 when full, 429 past a proposer's share; a viewer's acceptance makes room", async () => {
@@ -188,7 +199,7 @@ describe("Update and UpdateMarkDown", () => {
     await approve(h, fileHash);
     const next = await h.service.update(owner, projectWrite("Same name", { id, file: "new-bytes" }), ctx());
     expect(next).toMatchObject({ viewerAccepted: false, viewerAcceptedAddress: null, status: "Pending" });
-    expect(h.content.removed).toEqual([fileHash]);
+    expect(h.content.dropped).toEqual([fileHash]);
     // Evaluated before any project held it: the next project to take the hash gets that status.
     const evaluatedFirst = await h.service.add(owner, projectWrite("Other", { file: "known" }), ctx());
     await approve(h, evaluatedFirst.fileHash, 12);
@@ -217,7 +228,7 @@ describe("Update and UpdateMarkDown", () => {
 });
 
 describe("Delete", () => {
-  it("the Owner or an Admin, until the auction is created; the content goes after the commit", async () => {
+  it("the Owner or an Admin, until the auction is created; the content let go in the same commit", async () => {
     const h = projectsOnMemory();
     const owner = h.person();
     const coOwner = h.person();
@@ -226,8 +237,12 @@ describe("Delete", () => {
     await h.memberships.reply(coOwner, { projectID: id, isAccepted: true }, ctx());
     await expect(h.service.delete(coOwner, id, ctx())).rejects.toMatchObject({ code: "PROJECT_NOT_MEMBER" });
     await h.service.delete(owner, id, ctx());
-    expect(h.projects.events.slice(-2)).toEqual([
+    expect(h.projects.events.slice(-3)).toEqual([
       { name: "projects.project.deleted", payload: { projectId: id, fileHash } },
+      {
+        name: "projects.content.dropped",
+        payload: { projectId: id, fileHash, reason: `project:${id}:deleted` },
+      },
       {
         name: "projects.project.changed",
         // Who saw it until then: a stream tells them it left their view.
@@ -238,7 +253,7 @@ describe("Delete", () => {
         },
       },
     ]);
-    expect(h.content.removed).toEqual([fileHash]);
+    expect(h.content.dropped).toEqual([fileHash]);
     expect(h.projects.permissions.size).toBe(0);
 
     const other = await add(h, owner);
@@ -297,7 +312,7 @@ describe("review by a viewer", () => {
     });
     expect(await h.service.viewerReply(other, second.id, false, ctx())).toBeNull();
     expect(h.projects.projects.has(second.id)).toBe(false);
-    expect(h.content.removed).toEqual([second.fileHash]);
+    expect(h.content.dropped).toEqual([second.fileHash]);
   });
 });
 
@@ -352,6 +367,6 @@ describe("an Add retried without a key (behaviour.md §8)", () => {
     expect(b.projectID).toBe(a.projectID);
     expect([a.existing, b.existing]).toEqual([undefined, true]);
     expect(h.projects.projects.size).toBe(1);
-    expect(h.content.removed).toEqual([]);
+    expect(h.content.dropped).toEqual([]);
   });
 });

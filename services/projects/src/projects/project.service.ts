@@ -3,11 +3,11 @@ import { announce, audienceOf } from "./announce.ts";
 import { evaluationFieldsOf } from "./chain-facts.ts";
 import type { HotReads } from "./hot-reads.ts";
 import { isAccepted, requireLive, requireWriter } from "./project.access.ts";
-import { createDiscardContent, withFile } from "./project.content.ts";
+import { dropContent, takeContent, takenContent } from "./project.content.ts";
 import type { Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
-import type { ContentStore, OpContext } from "./project.ports.ts";
+import type { OpContext } from "./project.ports.ts";
 import { createProjectReads, isReviewer, type ProjectReads } from "./project.reads.ts";
 import type { ProjectRepository, ProjectTx } from "./project.repository.ts";
 import { parseMarkdown, parseName, parseRating, parseText } from "./project.validation.ts";
@@ -17,7 +17,6 @@ export type ProjectWrite = RequestOf<typeof ProjectsRpc.add>["project"];
 
 export interface ProjectServiceDeps {
   projects: ProjectRepository;
-  content: ContentStore;
   /** Projects that may wait for a viewer at once (behaviour.md §4: 100). */
   reviewQueueMax: number;
   /** Projects one proposer may have waiting for a viewer at once (behaviour.md §8: 5). */
@@ -42,20 +41,18 @@ const RETRY_WINDOW_MS = 10 * 60_000;
 
 /**
  * The rules of behaviour.md §4 (no SQL, no bus). A write's content arrives as a reference: the gateway
- * added it to IPFS unpinned. The storage service pins it once the write passed its checks, and the row is
- * written after: a write refused before leaves nothing pinned. A failure after the pin removes the
- * content again, unless a project holds the same content (the same bytes uploaded twice are one pin).
- * Content of a deleted project, or a file replaced by Update, is removed after the commit; a removal
- * that fails leaves an orphan pin (logged) for the storage service's reconciliation, never a project
- * without its content. The reads are project.reads.ts'.
+ * added it to IPFS pinned (ADR 0027). The write checks everything once, in one transaction under the
+ * review queue's lock and the content's, and announces the content it takes (`content.taken`, for the
+ * storage service's inventory) and lets go of (`content.dropped`: a deleted project's, a replaced file),
+ * in the same transaction: the storage service unpins only what a release here let go (project.content.ts),
+ * so no project ever holds content an unpin took away. The reads are project.reads.ts'.
  */
 export function createProjectService(deps: ProjectServiceDeps): ProjectService {
-  const { projects, content, reviewQueueMax, reviewSharePerProposer } = deps;
+  const { projects, reviewQueueMax, reviewSharePerProposer } = deps;
 
   /**
    * A project joins the review queue (an Add, or a new file): refused when the queue is full (503) or the
-   * proposer already has their share of it waiting (429). Under the queue's lock inside a transaction;
-   * without one (`t` = the repository), the cheap check before an upload.
+   * proposer already has their share of it waiting (429). Under the queue's lock, inside the transaction.
    */
   async function requireQueueRoom(
     t: Pick<ProjectTx, "countAwaitingReview" | "countAwaitingReviewBy">,
@@ -66,18 +63,15 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       throw ProjectErrors.reviewShareFull(reviewSharePerProposer);
   }
 
-  /** Removes content no project holds; never throws (the caller's answer does not depend on it). */
-  const discard = createDiscardContent(deps);
-
-  /** Deletes the project (its permissions and ratings with it) and announces it; answers its fileHash. */
-  async function removeProject(t: ProjectTx, project: Project, ctx: OpContext): Promise<string> {
+  /** Deletes the project (its permissions and ratings with it) and announces it, its content let go. */
+  async function removeProject(t: ProjectTx, project: Project, reason: string, ctx: OpContext) {
     const { id: projectId, fileHash } = project;
     const before = await audienceOf(t, project);
     t.remove(project);
     await t.save();
     await t.emit(ProjectsEvents.deleted, { projectId, fileHash }, ctx);
+    await dropContent(t, projectId, fileHash, reason, ctx);
     await announce(t, projectId, "deleted", before, ctx);
-    return fileHash;
   }
 
   /** A write by an accepted member: 404 when the caller cannot see the project, then 403 (Blacklist, not a member). */
@@ -97,62 +91,47 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       const markdown = parseMarkdown(write.markDown ?? "");
       const description =
         write.projectDescription === null ? null : parseText("/projectDescription", write.projectDescription);
-      const added = write.content && withFile(write.content);
-      if (!added) throw ProjectErrors.invalid("/fileHex", "is required");
+      const content = write.content && takenContent(write.content);
+      if (!content) throw ProjectErrors.invalid("/fileHex", "is required");
       // The existing client retries an Add whose answer was lost without a key: the same proposer, name and
-      // content within 10 minutes is that project again, not a conflict. Asked again under the lock: the
-      // retry may arrive while the first Add is still committing.
+      // content within 10 minutes is that project again, not a conflict (also while the first commits).
       const retried = (named: Project | null) =>
         named !== null &&
         named.proposerAddress === caller.address &&
-        named.cid === added.cid &&
+        named.cid === content.cid &&
         Date.now() - named.createdAt.getTime() <= RETRY_WINDOW_MS;
-      const same = await projects.findByName(name);
-      if (same && retried(same)) return { ...toProjectDto(same), existing: true };
-      // Cheap refusals before the upload; the transaction checks again under the queue's lock. The name
-      // from the read above: asking again could see the first Add commit in between and refuse its retry.
-      if (same) throw ProjectErrors.nameTaken();
-      await requireQueueRoom(projects, caller.address);
-      const uploaded = await content.store(added, "project:add", ctx);
-      try {
-        return await projects.transaction(async (t) => {
-          await t.lockReviewQueue();
-          // The proposer becomes the Owner: not once a deletion fenced them.
-          await requireLive(t, caller);
-          const named = await t.findByName(name);
-          if (named && retried(named)) return { ...toProjectDto(named), existing: true };
-          await requireQueueRoom(t, caller.address);
-          if (named) throw ProjectErrors.nameTaken();
-          if (await t.fileHashTaken(uploaded.fileHash)) throw ProjectErrors.fileTaken();
-          const project = t.createProject({
-            name,
-            description,
-            markdown,
-            fileHash: uploaded.fileHash,
-            cid: uploaded.cid,
-            imagePath: uploaded.imagePath,
-            proposerAddress: caller.address,
-          });
-          await t.save();
-          t.createPermission({
-            projectId: project.id,
-            userId: caller.userId,
-            role: "Owner",
-            isAccepted: true,
-          });
-          await t.save();
-          await t.emit(
-            ProjectsEvents.created,
-            { projectId: project.id, fileHash: project.fileHash, ownerId: caller.userId, projectName: name },
-            ctx,
-          );
-          await announce(t, project.id, "created", null, ctx);
-          return toProjectDto(project);
+      return projects.transaction(async (t) => {
+        await t.lockReviewQueue();
+        // The proposer becomes the Owner: not once a deletion fenced them.
+        await requireLive(t, caller);
+        await t.lockHash(content.fileHash);
+        const named = await t.findByName(name);
+        if (named && retried(named)) return { ...toProjectDto(named), existing: true };
+        await requireQueueRoom(t, caller.address);
+        if (named) throw ProjectErrors.nameTaken();
+        if (await t.fileHashTaken(content.fileHash)) throw ProjectErrors.fileTaken();
+        const { fileHash, cid, imagePath } = content;
+        const project = t.createProject({
+          name,
+          description,
+          markdown,
+          fileHash,
+          cid,
+          imagePath,
+          proposerAddress: caller.address,
         });
-      } catch (error) {
-        await discard(uploaded.fileHash, "project:add-failed", ctx);
-        throw error;
-      }
+        await t.save();
+        t.createPermission({ projectId: project.id, userId: caller.userId, role: "Owner", isAccepted: true });
+        await t.save();
+        await t.emit(
+          ProjectsEvents.created,
+          { projectId: project.id, fileHash, ownerId: caller.userId, projectName: name },
+          ctx,
+        );
+        await takeContent(t, project.id, content, "project:add", ctx);
+        await announce(t, project.id, "created", null, ctx);
+        return toProjectDto(project);
+      });
     },
 
     async update(caller, write, ctx) {
@@ -163,53 +142,44 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       const markdown = write.markDown === null ? undefined : parseMarkdown(write.markDown);
       const description =
         write.projectDescription === null ? null : parseText("/projectDescription", write.projectDescription);
-      const added = write.content && withFile(write.content);
-      if (added === null && write.content) {
+      const content = write.content && takenContent(write.content);
+      if (content === null && write.content) {
         throw ProjectErrors.invalid("/imageUrl", "an image changes only with the file: send fileHex too");
       }
-      if (await projects.nameTaken(name, id)) throw ProjectErrors.nameTaken();
-      if (added && project.isAuctionCreated)
+      if (content && project.isAuctionCreated)
         throw ProjectErrors.auctionExists("its file can no longer change");
-      const uploaded = added ? await content.store(added, `project:${id}:update`, ctx) : null;
-      try {
-        const { dto, replaced } = await projects.transaction(async (t) => {
-          // A new file joins the review queue: counted under its lock, taken before the project's as Add does.
-          if (uploaded) await t.lockReviewQueue();
-          await requireLive(t, caller);
-          const locked = await t.lockById(id);
-          if (!locked) throw ProjectErrors.notFound();
-          const before = await audienceOf(t, locked);
-          if (await t.nameTaken(name, id)) throw ProjectErrors.nameTaken();
-          locked.name = name;
-          if (description !== null) locked.description = description;
-          if (markdown !== undefined) locked.markdown = markdown;
-          let replaced: string | null = null;
-          if (uploaded && uploaded.fileHash !== locked.fileHash) {
-            if (locked.isAuctionCreated) throw ProjectErrors.auctionExists("its file can no longer change");
-            if (await t.fileHashTaken(uploaded.fileHash, id)) throw ProjectErrors.fileTaken();
-            const waiting = locked.status === "Pending" && !locked.viewerAccepted;
-            if (!waiting) await requireQueueRoom(t, locked.proposerAddress);
-            replaced = locked.fileHash;
-            await t.lockHash(uploaded.fileHash);
-            locked.fileHash = uploaded.fileHash;
-            locked.cid = uploaded.cid;
-            locked.imagePath = uploaded.imagePath;
-            // A new file is a new proposal (behaviour.md §8): the chain's evaluation of this hash, if any,
-            // and a viewer's review of it again.
-            Object.assign(locked, evaluationFieldsOf(await t.standingFacts(uploaded.fileHash)));
-            locked.viewerAccepted = false;
-            locked.viewerAcceptedAddress = null;
-          }
-          await t.save();
-          await announce(t, id, "updated", before, ctx);
-          return { dto: toProjectDto(locked), replaced };
-        });
-        if (replaced) await discard(replaced, `project:${id}:replaced`, ctx);
-        return dto;
-      } catch (error) {
-        if (uploaded) await discard(uploaded.fileHash, `project:${id}:update-failed`, ctx);
-        throw error;
-      }
+      return projects.transaction(async (t) => {
+        // A new file joins the review queue: counted under its lock, taken before the project's as Add does.
+        if (content) await t.lockReviewQueue();
+        await requireLive(t, caller);
+        const locked = await t.lockById(id);
+        if (!locked) throw ProjectErrors.notFound();
+        const before = await audienceOf(t, locked);
+        if (await t.nameTaken(name, id)) throw ProjectErrors.nameTaken();
+        locked.name = name;
+        if (description !== null) locked.description = description;
+        if (markdown !== undefined) locked.markdown = markdown;
+        if (content && content.fileHash !== locked.fileHash) {
+          if (locked.isAuctionCreated) throw ProjectErrors.auctionExists("its file can no longer change");
+          await t.lockHash(content.fileHash);
+          if (await t.fileHashTaken(content.fileHash, id)) throw ProjectErrors.fileTaken();
+          const waiting = locked.status === "Pending" && !locked.viewerAccepted;
+          if (!waiting) await requireQueueRoom(t, locked.proposerAddress);
+          await dropContent(t, id, locked.fileHash, `project:${id}:replaced`, ctx);
+          await takeContent(t, id, content, `project:${id}:update`, ctx);
+          locked.fileHash = content.fileHash;
+          locked.cid = content.cid;
+          locked.imagePath = content.imagePath;
+          // A new file is a new proposal (behaviour.md §8): the chain's evaluation of this hash, if any,
+          // and a viewer's review of it again.
+          Object.assign(locked, evaluationFieldsOf(await t.standingFacts(content.fileHash)));
+          locked.viewerAccepted = false;
+          locked.viewerAcceptedAddress = null;
+        }
+        await t.save();
+        await announce(t, id, "updated", before, ctx);
+        return toProjectDto(locked);
+      });
     },
 
     async delete(caller, id, ctx) {
@@ -219,15 +189,14 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
       if (caller.role !== "Admin" && !owner) {
         throw ProjectErrors.notMember("Only an Admin or the project's Owner may delete it.");
       }
-      const fileHash = await projects.transaction(async (t) => {
+      await projects.transaction(async (t) => {
         await requireLive(t, caller);
         const project = await t.lockById(id);
         if (!project) throw ProjectErrors.notFound();
         if (project.isAuctionCreated)
           throw ProjectErrors.auctionExists("the project can no longer be deleted");
-        return removeProject(t, project, ctx);
+        await removeProject(t, project, `project:${id}:deleted`, ctx);
       });
-      await discard(fileHash, `project:${id}:deleted`, ctx);
     },
 
     async rate(caller, id, rating, ctx) {
@@ -254,7 +223,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
     async viewerReply(caller, id, reply, ctx) {
       if (!isReviewer(caller))
         throw ProjectErrors.roleForbidden("Only a Viewer or an Admin may review proposals.");
-      const outcome = await projects.transaction(async (t) => {
+      return projects.transaction(async (t) => {
         await requireLive(t, caller);
         const project = await t.lockById(id);
         if (!project) throw ProjectErrors.notFound();
@@ -267,14 +236,13 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
           project.viewerAcceptedAddress = caller.address;
           await t.save();
           await announce(t, id, "viewer-accepted", before, ctx);
-          return { dto: toProjectDto(project), removed: null };
+          return toProjectDto(project);
         }
         if (project.isAuctionCreated)
           throw ProjectErrors.auctionExists("the project can no longer be removed");
-        return { dto: null, removed: await removeProject(t, project, ctx) };
+        await removeProject(t, project, `project:${id}:rejected-by-viewer`, ctx);
+        return null;
       });
-      if (outcome.removed) await discard(outcome.removed, `project:${id}:rejected-by-viewer`, ctx);
-      return outcome.dto;
     },
 
     async updateMarkdown(caller, id, markdownInput, ctx) {

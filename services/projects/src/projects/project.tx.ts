@@ -89,6 +89,19 @@ export interface ProjectTx {
   standingFacts(projectHash: string): Promise<StandingFact[]>;
   /** Claims a message for a consumer once: false when it was handled before. */
   claimOnce(consumer: string, messageKey: string): Promise<boolean>;
+  /**
+   * The newest release of this content within `memoryMs`, and how long an unpin of it (or of an older
+   * one) may still land: the longest rest of `windowMs` among those not confirmed; null: none remembered.
+   * Under the content's lock (`lockHash`).
+   */
+  releaseOf(
+    fileHash: string,
+    limits: { memoryMs: number; windowMs: number },
+  ): Promise<{ version: number; waitMs: number } | null>;
+  /** Records a release of the content (under its lock, held by no project); answers its version. */
+  release(fileHash: string, reason: string, memoryMs: number): Promise<number>;
+  /** These releases' unpins are done. */
+  confirmReleases(releases: { fileHash: string; version: number }[]): Promise<void>;
 }
 
 /** A project name as it is unique: case-insensitively. */
@@ -201,6 +214,42 @@ export function createProjectTx({ em: t, sql: executor }: Tx): ProjectTx {
     save: () => t.flush(),
     async emit(event, payload, ctx) {
       await enqueue(executor, event, payload, { schema: PROJECTS_SCHEMA, context: ctx });
+    },
+    async releaseOf(fileHash, { memoryMs, windowMs }) {
+      // now() is the transaction's start, before this lock was had: the wait it gives is never too short.
+      const { rows } = await executor.query(
+        `select max(version) as version,
+           coalesce(ceil(extract(epoch from
+             max(released_at) filter (where confirmed_at is null) + $3::float8 * interval '1 millisecond' - now()
+           ) * 1000), 0) as wait_ms
+         from ${PROJECTS_SCHEMA}.content_release
+         where file_hash = $1 and released_at > now() - $2::float8 * interval '1 millisecond'`,
+        [fileHash, memoryMs, windowMs],
+      );
+      const row = rows[0];
+      if (!row || row.version === null) return null;
+      return { version: Number(row.version), waitMs: Math.max(0, Number(row.wait_ms)) };
+    },
+    async release(fileHash, reason, memoryMs) {
+      // Releases older than the memory are forgotten a few at a time, as new ones come.
+      const { rows } = await executor.query(
+        `with forgotten as (
+           delete from ${PROJECTS_SCHEMA}.content_release where version in (
+             select version from ${PROJECTS_SCHEMA}.content_release
+             where released_at < now() - $3::float8 * interval '1 millisecond' limit 100))
+         insert into ${PROJECTS_SCHEMA}.content_release (file_hash, reason) values ($1, $2) returning version`,
+        [fileHash, reason.slice(0, 200), memoryMs],
+      );
+      return Number(rows[0]?.version);
+    },
+    async confirmReleases(releases) {
+      if (releases.length === 0) return;
+      await executor.query(
+        `update ${PROJECTS_SCHEMA}.content_release set confirmed_at = now()
+         where confirmed_at is null
+           and (file_hash, version) in (select * from unnest($1::varchar[], $2::bigint[]))`,
+        [releases.map((r) => r.fileHash), releases.map((r) => r.version)],
+      );
     },
     claimOnce: (consumer, messageKey) => claimMessage(executor, { consumer, messageKey }, PROJECTS_SCHEMA),
     async recordFact(key, fact) {

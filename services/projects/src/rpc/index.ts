@@ -2,17 +2,22 @@ import type { Bus } from "@fundraise/bus";
 import { ProjectsRpc } from "@fundraise/protocol";
 import type { ChainSync } from "../projects/chain.service.ts";
 import type { MembershipService } from "../projects/membership.service.ts";
+import type { ContentReleases } from "../projects/project.content.ts";
 import type { ProjectService } from "../projects/project.service.ts";
 import type { UserFenceService } from "../projects/user-fence.service.ts";
 
 /** The projects service's RPC surface: each descriptor straight to its use case (rules in projects/). */
 export async function serveProjectsRpc(
   bus: Bus,
-  p: ProjectService,
-  m: MembershipService,
-  chain: ChainSync,
-  fences: UserFenceService,
+  services: {
+    projects: ProjectService;
+    memberships: MembershipService;
+    chain: ChainSync;
+    fences: UserFenceService;
+    releases: ContentReleases;
+  },
 ): Promise<void> {
+  const { projects: p, memberships: m, chain, fences, releases } = services;
   await bus.serve(ProjectsRpc.list, ({ caller }) => p.list(caller));
   await bus.serve(ProjectsRpc.get, ({ caller, id }) => p.get(caller, id));
   await bus.serve(ProjectsRpc.add, ({ caller, project }, ctx) => p.add(caller, project, ctx));
@@ -68,4 +73,12 @@ export async function serveProjectsRpc(
   });
   // Asked by the storage service (orphan pins: content no project holds).
   await bus.serve(ProjectsRpc.heldContent, ({ fileHashes }) => p.heldContent(fileHashes));
+  // Asked before anything unpins content (the storage service, the gateway for a refused write).
+  await bus.serve(ProjectsRpc.releaseContent, ({ fileHashes, reason }) =>
+    releases.release(fileHashes, reason),
+  );
+  await bus.serve(ProjectsRpc.confirmRelease, async ({ releases: done }) => {
+    await releases.confirm(done);
+    return null;
+  });
 }

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { cidOfFileHash } from "@fundraise/ipfs";
 import type { Caller, UserRole } from "@fundraise/protocol";
 import {
   createMemoryStore,
@@ -12,7 +13,7 @@ import { createHotReads } from "../projects/hot-reads.ts";
 import { createMembershipService } from "../projects/membership.service.ts";
 import type { Permission, Project } from "../projects/project.entity.ts";
 import { ProjectErrors } from "../projects/project.errors.ts";
-import type { ContentStore, UserDirectory, UserDtoOut } from "../projects/project.ports.ts";
+import type { UserDirectory, UserDtoOut } from "../projects/project.ports.ts";
 import type { ProjectRepository, ProjectTx } from "../projects/project.repository.ts";
 import { createProjectService, type ProjectWrite } from "../projects/project.service.ts";
 import { createUserFenceService } from "../projects/user-fence.service.ts";
@@ -26,6 +27,8 @@ interface State {
   fences: Map<number, { fencedAt: Date; deletedAt: Date | null }>;
   /** `<chainId>:<txHash>:<logIndex>:<blockHash>` → the ledger's row. */
   facts: Map<string, StandingFact & { projectHash: string | null; retracted: boolean }>;
+  /** Releases of content, oldest first (content_release). */
+  releases: { version: number; fileHash: string; releasedAt: number; confirmed: boolean }[];
   /** Moves with every committed transaction (the table's version, which every change moves). */
   version: number;
 }
@@ -50,6 +53,7 @@ const copyOf = (s: State): State => ({
   ratings: new Map(s.ratings),
   fences: new Map(s.fences),
   facts: new Map(s.facts),
+  releases: s.releases.map((r) => ({ ...r })),
   version: s.version + 1,
 });
 const byId = <T extends { id: number }>(rows: Iterable<T>) => [...rows].sort((a, b) => a.id - b.id);
@@ -63,6 +67,7 @@ export function createMemoryProjects(): MemoryProjects {
       ratings: new Map(),
       fences: new Map(),
       facts: new Map(),
+      releases: [],
       version: 0,
     },
     copyOf,
@@ -208,6 +213,23 @@ export function createMemoryProjects(): MemoryProjects {
           .filter((f) => f.projectHash === projectHash && !f.retracted)
           .map(({ kind, value, block, logIndex }) => ({ kind, value, block, logIndex })),
       claimOnce: async (consumer, messageKey) => claimOnce(consumer, messageKey),
+      async releaseOf(fileHash, { memoryMs, windowMs }) {
+        const now = Date.now();
+        const kept = s.releases.filter((r) => r.fileHash === fileHash && r.releasedAt > now - memoryMs);
+        if (kept.length === 0) return null;
+        const open = kept.filter((r) => !r.confirmed).map((r) => r.releasedAt + windowMs - now);
+        return { version: Math.max(...kept.map((r) => r.version)), waitMs: Math.max(0, ...open) };
+      },
+      async release(fileHash) {
+        const version = (s.releases.at(-1)?.version ?? 0) + 1;
+        s.releases.push({ version, fileHash, releasedAt: Date.now(), confirmed: false });
+        return version;
+      },
+      async confirmReleases(releases) {
+        for (const r of s.releases) {
+          if (releases.some((c) => c.fileHash === r.fileHash && c.version === r.version)) r.confirmed = true;
+        }
+      },
     };
   }
 
@@ -294,33 +316,9 @@ export function createMemoryProjects(): MemoryProjects {
   return withCommitted(store, ["projects", "permissions"], repository);
 }
 
-/** What the fake storage service was asked: content stored (by file hash) and removed. */
-export interface FakeContent extends ContentStore {
-  stored: string[];
-  removed: string[];
-}
-
-/**
- * FOR TESTS ONLY: the storage service as the use cases meet it. The file hash is derived from the
- * content's CID, so the same CID stands for the same bytes.
- */
-export function fakeContent(): FakeContent {
-  const fake: FakeContent = {
-    stored: [],
-    removed: [],
-    async store(content) {
-      const fileHash = createHash("sha256").update(content.cid).digest("hex").toUpperCase();
-      fake.stored.push(fileHash);
-      const { cid } = content;
-      return { fileHash, cid, imagePath: content.imageBytes === null ? null : `/ipfs/${cid}/image` };
-    },
-    async remove(fileHash) {
-      fake.removed.push(fileHash);
-      return true;
-    },
-  };
-  return fake;
-}
+/** The CIDv0 that stands for the bytes named `file` (the same name, the same bytes and CID). */
+export const cidOfFile = (file: string) =>
+  cidOfFileHash(createHash("sha256").update(file).digest("hex")).toString();
 
 /** A write as the gateway hands it on; `file` names its bytes (the same name, the same bytes and CID). */
 export function projectWrite(
@@ -335,12 +333,12 @@ export function projectWrite(
     content:
       options.file === undefined
         ? null
-        : { cid: `Qm${options.file}`, fileBytes: 1, imageBytes: options.image ? 1 : null },
+        : { cid: cidOfFile(options.file), fileBytes: 1, imageBytes: options.image ? 1 : null },
   };
 }
 
 /**
- * The projects service's use cases on memory: the repository above, fake storage, and a user directory of
+ * The projects service's use cases on memory: the repository above, and a user directory of
  * the people `person` makes (as the users service would answer for them). Also the fact at `block` that a
  * project hash was evaluated (as the indexer publishes it).
  */
@@ -358,7 +356,19 @@ export const evaluated = (fileHash: string, isApproved: boolean, block = 10) => 
 
 export function projectsOnMemory(limits: { reviewQueueMax?: number; reviewSharePerProposer?: number } = {}) {
   const projects = createMemoryProjects();
-  const content = fakeContent();
+  /** The content events committed, as the storage service would consume them: fileHashes in order. */
+  const content = {
+    get taken() {
+      return projects.events
+        .filter((e) => e.name === "projects.content.taken")
+        .map((e) => e.payload.fileHash);
+    },
+    get dropped() {
+      return projects.events
+        .filter((e) => e.name === "projects.content.dropped")
+        .map((e) => e.payload.fileHash);
+    },
+  };
   const people = new Map<number, UserDtoOut>();
   const users: UserDirectory = {
     byUsername: async (username) =>
@@ -393,7 +403,6 @@ export function projectsOnMemory(limits: { reviewQueueMax?: number; reviewShareP
     person,
     service: createProjectService({
       projects,
-      content,
       reviewQueueMax: limits.reviewQueueMax ?? 100,
       reviewSharePerProposer: limits.reviewSharePerProposer ?? 5,
       hotReads: createHotReads({ version: () => projects.listVersion() }),
