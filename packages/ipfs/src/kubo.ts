@@ -75,7 +75,7 @@ export function translateIpfsError(error: unknown): Error {
 export function createKuboIpfs(options: Pick<IpfsSettings, "url" | "timeoutMs" | "readTimeoutMs">): Ipfs {
   // kubo-rpc-client 7.1.0 ignores its own `timeout` option: every call gets an AbortSignal instead.
   const client = create({ url: options.url });
-  const deadline = (ms: number) => ({ signal: AbortSignal.timeout(ms) });
+  const deadline = (ms: number) => ({ signal: AbortSignal.timeout(Math.max(1, Math.ceil(ms))) });
   const guard = async <T>(work: () => Promise<T>): Promise<T> => {
     try {
       return await work();

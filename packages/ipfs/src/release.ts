@@ -57,7 +57,7 @@ export async function releaseAndUnpin(
   outcome.held.push(...held);
   const done: Release[] = [];
   for (const release of released) {
-    const left = windowMs - (performance.now() - asked) - SAFETY_MS;
+    const left = Math.floor(windowMs - (performance.now() - asked) - SAFETY_MS);
     if (left <= 0) {
       outcome.late.push(release.fileHash);
       continue;

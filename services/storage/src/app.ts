@@ -1,4 +1,5 @@
-import { checkIpfs, createKuboIpfs } from "@fundraise/ipfs";
+import type { TraceContext } from "@fundraise/bus";
+import { checkIpfs, createKuboIpfs, type Releaser } from "@fundraise/ipfs";
 import { ProjectsRpc } from "@fundraise/protocol";
 import { type AppDeps, type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import type { StorageConfig } from "./config.ts";
@@ -7,15 +8,15 @@ import { Pin } from "./content/pin.entity.ts";
 import { createPinRepository, STORAGE_SCHEMA } from "./content/pin.repository.ts";
 import { createReconciler, type ReconcileRound, type Reconciler } from "./content/reconcile.ts";
 import { migrations } from "./db/migrations/index.ts";
-import { serveStorageRpc } from "./rpc/index.ts";
+import { subscribeStorage } from "./subscribers/index.ts";
 
-/** The started storage service; `reconcile` runs one orphan reconciliation round now (tests, operators). */
+/** The started storage service; `reconcile` runs one reconciliation round now (tests, operators). */
 export interface StorageApp extends ServiceApp {
   reconcile(): Promise<ReconcileRound>;
 }
 
 /**
- * Orphan reconciliation rounds, `intervalMs` after the end of the previous one (rounds never overlap in a
+ * Reconciliation rounds, `intervalMs` after the end of the previous one (rounds never overlap in a
  * process; across replicas the round's advisory lock keeps them apart). 0: no timer, rounds only on demand.
  */
 export function scheduleReconciliation(reconciler: Reconciler, intervalMs: number, log: Logger) {
@@ -33,7 +34,7 @@ export function scheduleReconciliation(reconciler: Reconciler, intervalMs: numbe
   const next = () => {
     if (stopped || intervalMs === 0) return;
     timer = setTimeout(async () => {
-      await run().catch((err: unknown) => log.warn({ err }, "orphan reconciliation round failed"));
+      await run().catch((err: unknown) => log.warn({ err }, "reconciliation round failed"));
       next();
     }, intervalMs);
     timer.unref();
@@ -58,8 +59,10 @@ export function scheduleReconciliation(reconciler: Reconciler, intervalMs: numbe
 /** Composition root: the only place that sees every dependency of the storage service. */
 export async function startStorageApp(
   deps: AppDeps<StorageConfig> & {
-    /** The reconciliation's clock for its grace periods (tests move it); Date.now by default. */
+    /** The inventory's clock: when rows are recorded, and the grace periods (tests move it); Date.now by default. */
     clock?: () => number;
+    /** The release window (tests shorten it); CONTENT_RELEASE_WINDOW_MS by default. */
+    releaseWindowMs?: number;
   },
 ): Promise<StorageApp> {
   const { config, log, bus, shutdown } = deps;
@@ -76,22 +79,31 @@ export async function startStorageApp(
     shutdown,
   });
   const pins = createPinRepository(() => orm.em.fork(), { url: config.db.url, log });
+  // The projects service's side of every unpin (ADR 0027), on behalf of the message or round at hand.
+  const releaser = (ctx: TraceContext): Releaser => ({
+    release: (fileHashes, reason) => bus.call(ProjectsRpc.releaseContent, { fileHashes, reason }, ctx),
+    async confirm(releases) {
+      await bus.call(ProjectsRpc.confirmRelease, { releases }, ctx);
+    },
+  });
+  const clock = deps.clock ?? Date.now;
   const content = createContentService({
     ipfs,
     pins,
-    limits: config.limits,
-    graceMs: config.reconcile.graceMs,
+    releaser,
+    clock,
+    ...(deps.releaseWindowMs ? { windowMs: deps.releaseWindowMs } : {}),
     log,
   });
-  await serveStorageRpc(bus, content);
   const reconciliation = scheduleReconciliation(
     createReconciler({
       pins,
       content,
       heldContent: (fileHashes, ctx) => bus.call(ProjectsRpc.heldContent, { fileHashes }, ctx),
+      node: ipfs,
       graceMs: config.reconcile.graceMs,
-      node: config.reconcile.adoptUnrecorded ? ipfs : undefined,
-      ...(deps.clock ? { clock: deps.clock } : {}),
+      sweepUnrecorded: config.reconcile.sweepUnrecorded,
+      clock,
       log,
     }),
     config.reconcile.intervalMs,
@@ -100,6 +112,7 @@ export async function startStorageApp(
   // The timer's rounds are work that does not come over the bus: they stop with the intake.
   const closeIntake = () => reconciliation.stop();
   shutdown.add("reconciliation", closeIntake);
+  await subscribeStorage(bus, content);
   log.info({ reconcile: config.reconcile }, "storage service ready");
   return { outbox, reconcile: () => reconciliation.now(), closeIntake };
 }

@@ -2,27 +2,28 @@ import { IpfsEnv, ipfsSections } from "@fundraise/ipfs";
 import { loadEnv, ServiceEnv, serviceSections } from "@fundraise/service-kit";
 import Type from "typebox";
 
-/** The orphan reconciliation (content/reconcile.ts). */
+/** The reconciliation (content/reconcile.ts, ADR 0023). */
 export const ReconcileEnv = {
   RECONCILE_INTERVAL_MS: Type.Integer({
     default: 300_000,
     minimum: 0,
     maximum: 86_400_000,
     description:
-      "pause between two orphan reconciliation rounds (unpin content no project holds); 0 turns it off",
+      "pause between two reconciliation rounds (unpin content no project holds, pin again what the node lost); 0 turns it off",
   }),
   ORPHAN_GRACE_MS: Type.Integer({
     default: 900_000,
-    // Twice the deadline of the projects service's Add and Update (60 s): content younger than this may
-    // belong to an Add that has not committed yet.
+    // Twice the deadline of the projects service's Add and Update (60 s): a pin younger than this may
+    // belong to a write that has not committed yet.
     minimum: 120_000,
     maximum: 604_800_000,
-    description: "age since its last upload before live content no project holds counts as an orphan",
+    description:
+      "age (since recorded, or since first seen pinned without a record) before content no project holds is unpinned",
   }),
   ADOPT_UNRECORDED_PINS: Type.Boolean({
     default: true,
     description:
-      "record content the node pins without an inventory row (a project's layout, unrecorded for ORPHAN_GRACE_MS) so it is reconciled; false for a node shared with others",
+      "sweep content the node pins without an inventory row (a project's layout, unrecorded for ORPHAN_GRACE_MS): unpinned when no project holds it, recorded when one does; false for a node shared with others",
   }),
 };
 
@@ -38,7 +39,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     reconcile: {
       intervalMs: e.RECONCILE_INTERVAL_MS,
       graceMs: e.ORPHAN_GRACE_MS,
-      adoptUnrecorded: e.ADOPT_UNRECORDED_PINS,
+      sweepUnrecorded: e.ADOPT_UNRECORDED_PINS,
     },
   });
 }

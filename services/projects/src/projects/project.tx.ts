@@ -220,11 +220,11 @@ export function createProjectTx({ em: t, sql: executor }: Tx): ProjectTx {
       const { rows } = await executor.query(
         `select max(version) as version,
            coalesce(ceil(extract(epoch from
-             max(released_at) filter (where confirmed_at is null) + $3::float8 * interval '1 millisecond' - now()
+             max(released_at) filter (where confirmed_at is null) + $1::float8 * interval '1 millisecond' - now()
            ) * 1000), 0) as wait_ms
          from ${PROJECTS_SCHEMA}.content_release
-         where file_hash = $1 and released_at > now() - $2::float8 * interval '1 millisecond'`,
-        [fileHash, memoryMs, windowMs],
+         where file_hash = $2 and released_at > now() - $3::float8 * interval '1 millisecond'`,
+        [windowMs, fileHash, memoryMs],
       );
       const row = rows[0];
       if (!row || row.version === null) return null;
@@ -236,9 +236,9 @@ export function createProjectTx({ em: t, sql: executor }: Tx): ProjectTx {
         `with forgotten as (
            delete from ${PROJECTS_SCHEMA}.content_release where version in (
              select version from ${PROJECTS_SCHEMA}.content_release
-             where released_at < now() - $3::float8 * interval '1 millisecond' limit 100))
-         insert into ${PROJECTS_SCHEMA}.content_release (file_hash, reason) values ($1, $2) returning version`,
-        [fileHash, reason.slice(0, 200), memoryMs],
+             where released_at < now() - $1::float8 * interval '1 millisecond' limit 100))
+         insert into ${PROJECTS_SCHEMA}.content_release (file_hash, reason) values ($2, $3) returning version`,
+        [memoryMs, fileHash, reason.slice(0, 200)],
       );
       return Number(rows[0]?.version);
     },

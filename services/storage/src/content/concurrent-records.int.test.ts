@@ -1,46 +1,43 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { fileHashOf, KUBO_ADD_OPTIONS } from "@fundraise/ipfs";
 import { kuboDirectoryCidOf } from "@fundraise/ipfs-node";
-import { ProjectsRpc, StorageEvents } from "@fundraise/protocol";
+import { ProjectsEvents, StorageEvents } from "@fundraise/protocol";
 import { create } from "kubo-rpc-client";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  addContent,
+  drained,
   type Harness,
   nodePins,
   outboxPayloads,
+  publish,
   REAL_KUBO_URL,
   startHarness,
-  storeContent,
+  takenOf,
 } from "../test/harness.ts";
-import { ADOPTED_REASON } from "./reconcile.ts";
+import { CONSUMER } from "./content.service.ts";
+import { RECORDED_REASON } from "./reconcile.ts";
 
-// The same bytes recorded by several writers at once: uploads of one file (six Adds of the same
-// whitepaper), and an upload meeting the adoption of its own pin. The inventory keeps one live row per
-// fileHash (the partial unique index `pin_live_file_hash`); a writer whose insert meets another's row must
-// take that row, never fail. The node is OUR KUBO-RPC STAND-IN (packages/ipfs-node, not Kubo) unless
-// IPFS_API_URL names a Kubo; `projects.content.held` is answered by the test client IN PLACE OF THE
-// PROJECTS SERVICE (everything is held: no round removes anything here).
+// The same content recorded by several writers at once: `taken` events of one content handled side by
+// side, and the sweep recording held content while a `taken` of it commits. The inventory keeps one live
+// row per fileHash (the partial unique index `pin_live_file_hash`); a writer whose insert meets another's
+// row takes the content as recorded, never fails. The node is OUR KUBO-RPC STAND-IN (packages/ipfs-node,
+// not Kubo) unless IPFS_API_URL names a Kubo; releases are answered by A STAND-IN FOR THE PROJECTS SERVICE.
 const GRACE = 900_000; // ORPHAN_GRACE_MS's default
-const ROUNDS = 50;
+const ROUNDS = 10;
 const AT_ONCE = 6;
 let now = Date.now();
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness("concurrent", {}, () => now);
-  await h.client.serve(ProjectsRpc.heldContent, async ({ fileHashes }) => fileHashes);
 });
 afterAll(async () => h?.stop());
 
 /** Every inventory row of this content, oldest first. */
 async function rowsOf(fileHash: string) {
-  const { rows } = await h.sql.query<{
-    reason: string;
-    unpinned_at: Date | null;
-    pinned_at: Date;
-    last_uploaded_at: Date;
-  }>(
-    `select reason, unpinned_at, pinned_at, last_uploaded_at from storage.pin where file_hash = $1 order by id`,
+  const { rows } = await h.sql.query<{ reason: string; unpinned_at: Date | null }>(
+    "select reason, unpinned_at from storage.pin where file_hash = $1 order by id",
     [fileHash],
   );
   return rows;
@@ -54,7 +51,7 @@ async function uncommittedLiveRow(cid: string, reason: string) {
   const other = new pg.Client({ connectionString: h.db.url });
   await other.connect();
   await other.query("begin");
-  await other.query(`insert into storage.pin (cid, file_hash, reason, file_bytes) values ($1, $2, $3, 1)`, [
+  await other.query("insert into storage.pin (cid, file_hash, reason, file_bytes) values ($1, $2, $3, 1)", [
     cid,
     fileHashOf(cid),
     reason,
@@ -87,90 +84,98 @@ async function oneWaitsForALock() {
     .toBe(1);
 }
 
-describe("uploads of the same new bytes at once", () => {
-  it(`${AT_ONCE} at once, ${ROUNDS} rounds: each answers the same, one live row, one pinned event, pinned`, async () => {
-    const failures: string[] = [];
+/** Nothing of the `taken` queue failed: no message waits for a retry or lies dead-lettered. */
+async function noTakenFailed() {
+  const queue = `${CONSUMER}.${ProjectsEvents.contentTaken.name}`;
+  for (const name of [`${queue}.retry.1000ms`, `${queue}.dlq`]) {
+    expect(await h.vhost.queueCounts(name)).toEqual({ ready: 0, unacknowledged: 0 });
+  }
+}
+
+describe("taken events of the same content at once", () => {
+  it(`${AT_ONCE} at once, ${ROUNDS} rounds: one live row, one pinned event each`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
-      const file = randomBytes(300);
-      const image = randomBytes(200);
-      const results = await Promise.allSettled(
+      const ref = (await addContent(h.ipfsUrl, { file: randomBytes(300), image: randomBytes(200) }))!;
+      const fileHash = fileHashOf(ref.cid);
+      await Promise.all(
         Array.from({ length: AT_ONCE }, (_, i) =>
-          storeContent(h, { file, image, reason: `project:add ${round}.${i}` }),
+          publish(
+            h,
+            ProjectsEvents.contentTaken,
+            takenOf({ ...ref, fileHash }, i + 1, `project:add ${round}.${i}`),
+          ),
         ),
       );
-      const expected = await kuboDirectoryCidOf({ whitepaper: file, image });
-      const fileHash = fileHashOf(expected);
-      for (const r of results) {
-        if (r.status === "rejected") {
-          failures.push(`round ${round}: ${String(r.reason)}`);
-          continue;
-        }
-        expect(r.value).toEqual({ cid: expected.toString(), fileHash, imagePath: `/ipfs/${expected}/image` });
-      }
+      await drained(h, ProjectsEvents.contentTaken);
       const rows = await rowsOf(fileHash);
       expect(rows, `round ${round}`).toHaveLength(1);
       expect(rows[0]?.unpinned_at).toBeNull();
       const pinned = await outboxPayloads(h.sql, StorageEvents.pinned);
       expect(pinned.filter((p) => p.fileHash === fileHash)).toHaveLength(1);
-      expect(await nodePins(h.ipfsUrl, expected.toString())).toBe(true);
     }
-    expect(failures, `${failures.length} of ${ROUNDS * AT_ONCE} uploads failed`).toEqual([]);
+    await noTakenFailed();
   });
 
-  it("an upload whose insert meets another's row of the same bytes takes that row once it commits", async () => {
+  it("a taken whose insert meets another's uncommitted row of the same content takes it as recorded", async () => {
     const file = randomBytes(400);
     const cid = (await kuboDirectoryCidOf({ whitepaper: file })).toString();
-    const other = await uncommittedLiveRow(cid, "the other upload");
+    const fileHash = fileHashOf(cid);
+    const other = await uncommittedLiveRow(cid, "the other writer");
     try {
-      const upload = storeContent(h, { file, image: null, reason: "this upload" });
-      upload.catch(() => undefined); // awaited below, once the other writer has committed
+      await publish(
+        h,
+        ProjectsEvents.contentTaken,
+        takenOf({ cid, fileHash, fileBytes: 400, imageBytes: null }),
+        randomUUID(),
+      );
       await oneWaitsForALock();
       await other.commit();
-      expect(await upload).toEqual({ cid, fileHash: fileHashOf(cid), imagePath: null });
     } finally {
       await other.end();
     }
-    // One live row, the first writer's, made young again by this upload (an upload after its pinning).
-    const rows = await rowsOf(fileHashOf(cid));
-    expect(rows).toMatchObject([{ reason: "the other upload", unpinned_at: null }]);
-    expect(rows[0]?.last_uploaded_at.getTime()).toBeGreaterThan(rows[0]?.pinned_at.getTime() ?? Infinity);
-    expect(await nodePins(h.ipfsUrl, cid)).toBe(true);
-    // The row was the other writer's: this upload announced nothing.
+    await drained(h, ProjectsEvents.contentTaken);
+    expect(await rowsOf(fileHash)).toMatchObject([{ reason: "the other writer", unpinned_at: null }]);
+    // The row was the other writer's: this message announced nothing, and was not retried.
     const pinned = await outboxPayloads(h.sql, StorageEvents.pinned);
-    expect(pinned.filter((p) => p.fileHash === fileHashOf(cid))).toEqual([]);
+    expect(pinned.filter((p) => p.fileHash === fileHash)).toEqual([]);
+    await noTakenFailed();
   });
 });
 
-describe.skipIf(REAL_KUBO_URL !== undefined)("an adoption and an upload of the same content", () => {
-  it("the adoption whose insert meets the upload's row answers false; the round is not skipped", async () => {
-    // Pinned on the node without a row (an upload between its add and its record looks the same) ...
-    const node = create({ url: h.ipfsUrl });
-    const whitepaper = randomBytes(500);
-    let cid = "";
-    for await (const entry of node.addAll([{ path: "whitepaper", content: whitepaper }], {
-      ...KUBO_ADD_OPTIONS,
-      pin: true,
-      wrapWithDirectory: true,
-    })) {
-      if (entry.path === "") cid = entry.cid.toString();
-    }
-    expect(await h.app.reconcile()).toMatchObject({ adopted: 0 });
-    now += GRACE;
-    // ... still unrecorded a grace period later, when the upload's record inserts its row at last.
-    const upload = await uncommittedLiveRow(cid, "project:add");
-    try {
-      const round = h.app.reconcile();
-      await oneWaitsForALock();
-      await upload.commit();
-      const figures = await round;
-      expect(figures).toMatchObject({ adopted: 0, failed: 0 });
-      expect(figures.skipped).toBeUndefined();
-    } finally {
-      await upload.end();
-    }
-    expect(await rowsOf(fileHashOf(cid))).toMatchObject([{ reason: "project:add", unpinned_at: null }]);
-    expect(await nodePins(h.ipfsUrl, cid)).toBe(true);
-    const pinned = await outboxPayloads(h.sql, StorageEvents.pinned);
-    expect(pinned.filter((p) => p.reason === ADOPTED_REASON && p.cid === cid)).toEqual([]);
-  });
-});
+describe.skipIf(REAL_KUBO_URL !== undefined)(
+  "the sweep recording held content while a taken of it commits",
+  () => {
+    it("the sweep's insert meets the taken's row: not recorded twice, the round goes on", async () => {
+      // Pinned on the node without a row (a write between its add and its commit looks the same) ...
+      const node = create({ url: h.ipfsUrl });
+      let cid = "";
+      for await (const entry of node.addAll([{ path: "whitepaper", content: randomBytes(500) }], {
+        ...KUBO_ADD_OPTIONS,
+        pin: true,
+        wrapWithDirectory: true,
+      })) {
+        if (entry.path === "") cid = entry.cid.toString();
+      }
+      const fileHash = fileHashOf(cid);
+      expect(await h.app.reconcile()).toMatchObject({ recorded: 0 });
+      now += GRACE;
+      h.projects.held.add(fileHash);
+      // ... still unrecorded a grace period later, when the write's `taken` inserts its row at last.
+      const taken = await uncommittedLiveRow(cid, "project:add");
+      try {
+        const round = h.app.reconcile();
+        await oneWaitsForALock();
+        await taken.commit();
+        const figures = await round;
+        expect(figures).toMatchObject({ recorded: 0, removed: 0, failed: 0 });
+        expect(figures.skipped).toBeUndefined();
+      } finally {
+        await taken.end();
+      }
+      expect(await rowsOf(fileHash)).toMatchObject([{ reason: "project:add", unpinned_at: null }]);
+      expect(await nodePins(h.ipfsUrl, cid)).toBe(true);
+      const pinned = await outboxPayloads(h.sql, StorageEvents.pinned);
+      expect(pinned.filter((p) => p.reason === RECORDED_REASON && p.cid === cid)).toEqual([]);
+    });
+  },
+);

@@ -1,186 +1,191 @@
-import type { TraceContext } from "@fundraise/bus";
-import { ContentErrors, type ContentLimits, fileHashOf, type Ipfs } from "@fundraise/ipfs";
-import { StorageEvents } from "@fundraise/protocol";
+import type { MessageContext, TraceContext } from "@fundraise/bus";
+import { type Ipfs, type Releaser, releaseAndUnpin } from "@fundraise/ipfs";
+import { ErrorCode, errors, type PayloadOf, type ProjectsEvents, StorageEvents } from "@fundraise/protocol";
 import { isUniqueViolation, type Logger } from "@fundraise/service-kit";
 import { CID } from "multiformats/cid";
-import type { PinRepository } from "./pin.repository.ts";
+import type { NewPinRow, PinRepository, PinTx } from "./pin.repository.ts";
 
 /** The partial unique index that keeps one live row per fileHash (migration `storage`). */
 export const LIVE_PIN_INDEX = "pin_live_file_hash";
 
-export interface Uploaded {
-  fileHash: string;
-  cid: string;
-  imagePath: string | null;
-}
+/** The consumer name of the storage service's subscriptions (queues `storage.<event>`, message claims). */
+export const CONSUMER = "storage";
 
-/** Content the gateway added to the node, not pinned: the directory and its entries' sizes. */
-export interface Added {
-  cid: string;
-  fileBytes: number;
-  imageBytes: number | null;
-}
+/** Reasons are varchar(200) in the inventory and at most 200 characters in a release request. */
+const MAX_REASON = 200;
+
+export type ContentTaken = PayloadOf<typeof ProjectsEvents.contentTaken>;
+export type ContentDropped = PayloadOf<typeof ProjectsEvents.contentDropped>;
+
+/**
+ * What asking to unpin one content came to: `unpinned` (released and unpinned; its live row, if any,
+ * marked), `held` (a project holds it: left pinned), `late` or `failed` (released, the unpin not done in
+ * the window: left for the next sweep), `changed` (its live row is not the one the caller looked at any
+ * more: nothing asked).
+ */
+export type ReleaseOutcome = "unpinned" | "held" | "late" | "failed" | "changed";
 
 export interface ContentService {
   /**
-   * Pins content the gateway added (a directory with a `whitepaper` entry, within the limits) and records
-   * it: its live row and `pinned` event, or, for bytes recorded before, their live row made young again.
-   * Pins of the same new bytes at once converge: the one whose insert meets another's live row records
-   * again and takes that row. A failed record takes the pin back, unless the content has a live row or the
-   * inventory cannot be read (never unpin when unsure).
+   * `projects.content.taken`: records the content's live row and the `pinned` event in one transaction,
+   * once per message. Content with a live row already is left as it is. True when recorded now.
    */
-  pin(added: Added, reason: string, ctx: TraceContext): Promise<Uploaded>;
+  taken(event: ContentTaken, ctx: MessageContext): Promise<boolean>;
   /**
-   * Unpins and records; true when it was pinned. Content uploaded again within the grace period (the
-   * same bytes, by an Add that may not have committed yet) stays: false, and the reconciliation removes
-   * it later if no project holds it.
+   * `projects.content.dropped`: releases and unpins the content (`releaseAndUnpin`), marking its live row.
+   * Held, late or failed: nothing more (the sweep judges it later). Throws a retryable error only when the
+   * projects service did not answer the release, so the message is delivered again.
    */
-  remove(fileHash: string, reason: string, ctx: TraceContext): Promise<boolean>;
+  dropped(event: ContentDropped, ctx: MessageContext): Promise<ReleaseOutcome | "duplicate">;
+  /** Records a live row and its `pinned` event (the sweep's held, unrecorded pins); false if one exists. */
+  record(row: NewPinRow, ctx: TraceContext): Promise<boolean>;
   /**
-   * Removes content as an orphan, but only when its live row, under its lock, was last uploaded before
-   * `cutoff`: an upload of the same bytes since the reconciliation looked makes it young again, and it
-   * stays. True when it was removed.
+   * The sweep's unpin: under the lock of the content's live row, which must still be row `liveRowId`
+   * (null: the content must still have none), releases and unpins it and marks the row.
    */
-  removeOrphan(fileHash: string, cutoff: Date, reason: string, ctx: TraceContext): Promise<boolean>;
+  release(
+    fileHash: string,
+    reason: string,
+    ctx: TraceContext,
+    liveRowId: number | null,
+  ): Promise<ReleaseOutcome>;
   /**
-   * Records content the node pins without any live row (an upload whose record failed while the
-   * inventory could not be read, so its pin was left): a live row, uploaded now, that the orphan
-   * reconciliation then judges like any other. False when a live row exists by now (an upload recorded
-   * it, before or while this looked).
+   * The sweep's repair: pins the content of live row `pin` again, under the row's lock (a release under
+   * way finishes first; a row marked meanwhile is left: false). Throws the node's failure (content it
+   * cannot find: not_found or timeout).
    */
-  adopt(cid: string, reason: string, ctx: TraceContext): Promise<boolean>;
+  repin(pin: { id: number; fileHash: string; cid: string }): Promise<boolean>;
 }
 
+/** A release the projects service did not answer: nothing was unpinned; retryable (try again later). */
+const releaseUnanswered = (cause: unknown) =>
+  errors.unavailable(
+    ErrorCode.SERVICE_UNAVAILABLE,
+    "The projects service did not answer the release: nothing was unpinned.",
+    { cause },
+  );
+
+/** Whether the error is `releaseUnanswered`'s (or the projects service's own unavailability). */
+export const isReleaseUnanswered = (error: unknown) =>
+  (error as { code?: unknown } | null)?.code === ErrorCode.SERVICE_UNAVAILABLE;
+
 /**
- * The rules of the storage service (no SQL, no HTTP): what goes on IPFS, how it is named, and that the
- * inventory and the node agree. The gateway adds content unpinned; a pin pins first and records after;
- * a failed record unpins again, so no content stays pinned without its row. Remove unpins and records in
- * one transaction (an unpin that finds nothing pinned counts as done, so a retry after a failed commit is
- * safe).
+ * The pin inventory's rules (no SQL, no HTTP), as ADR 0023 and 0027 divide the work: the gateway adds
+ * content pinned; the projects service announces in its write's transaction that a project took content
+ * or let it go; storage records the first and unpins the second, and sweeps (reconcile.ts). Recording
+ * pins nothing: a live row whose content the node lacks is the sweep's to pin again (`repin`).
  *
- * An upload and a removal of the same bytes meet on the live row's lock. The upload that finds the live
- * row marks it uploaded now (`lastUploadedAt`), so a reconciliation that locks it afterwards sees young
- * content and leaves it. A removal that took the lock first may have unpinned what this upload had just
- * pinned: so an upload of content that has any row pins again under the lock before it records.
- *
- * Two uploads of the same new bytes (or an upload and an adoption) may both find no live row, and both
- * insert one: the partial unique index `pin_live_file_hash` lets one commit, the other's insert fails once
- * it has. That failure only says the bytes were recorded meanwhile, so the upload records once more and
- * takes the live-row path (pinned again under the lock, young again), and the adoption answers false.
+ * Content is unpinned only through a release (`releaseAndUnpin`): the projects service answers, under the
+ * content's lock, that a project holds it (left pinned) or releases it for a window in which it is
+ * unpinned. The live row stays locked from before the asking until it is marked, so a `taken` of the
+ * same content arriving meanwhile waits and then records a new live row instead of finding the old one
+ * about to be marked. Two inserts of the same live row at once meet on `pin_live_file_hash`: the one that
+ * fails finds the content recorded, which is what it wanted.
  */
 export function createContentService(deps: {
-  ipfs: Ipfs;
+  ipfs: Pick<Ipfs, "pin" | "unpin">;
   pins: PinRepository;
-  limits: ContentLimits;
-  /** How long an upload may belong to an Add or Update that has not committed (ORPHAN_GRACE_MS). */
-  graceMs: number;
+  /** The projects service's side of a release, for the message or round being handled. */
+  releaser: (ctx: TraceContext) => Releaser;
+  /** When rows are recorded (the sweep's grace periods count from there); Date.now by default. */
+  clock?: () => number;
+  /** The release window; tests shorten it (releaseAndUnpin's default otherwise). */
+  windowMs?: number;
   log: Logger;
 }): ContentService {
-  const { ipfs, pins, limits, graceMs, log } = deps;
+  const { ipfs, pins, log } = deps;
+  const clock = deps.clock ?? Date.now;
 
-  /**
-   * Unpins the live content and records it, in one transaction. With a cutoff (the reconciliation), only
-   * content last uploaded before it; without (a project's removal), not content uploaded again by someone
-   * else within the grace period.
-   */
-  function unpinAndRecord(fileHash: string, reason: string, ctx: TraceContext, cutoff: Date | null) {
-    return pins.transaction(async (tx) => {
-      const pin = await tx.lockLive(fileHash);
-      if (!pin) return false;
-      if (cutoff !== null && pin.lastUploadedAt >= cutoff) return false;
-      const uploadedAgain = pin.lastUploadedAt.getTime() > pin.pinnedAt.getTime();
-      if (cutoff === null && uploadedAgain && Date.now() - pin.lastUploadedAt.getTime() < graceMs)
-        return false;
-      await ipfs.unpin(CID.parse(pin.cid));
-      pin.unpinnedAt = new Date();
-      pin.unpinReason = reason;
-      await tx.emit(StorageEvents.unpinned, { fileHash, cid: pin.cid, reason }, ctx);
-      await tx.save();
-      return true;
+  async function insertLive(tx: PinTx, row: NewPinRow, ctx: TraceContext): Promise<boolean> {
+    if (await tx.lockLive(row.fileHash)) return false;
+    const { fileHash, cid, reason } = row;
+    tx.create({ ...row, reason: reason.slice(0, MAX_REASON) }, new Date(clock()));
+    await tx.emit(StorageEvents.pinned, { fileHash, cid, reason }, ctx);
+    await tx.save();
+    return true;
+  }
+
+  /** An insert that met another's committed live row of the same content: it is recorded, by that one. */
+  async function recordedOnce(row: NewPinRow, ctx: TraceContext, work: () => Promise<boolean>) {
+    try {
+      return await work();
+    } catch (error) {
+      if (!isUniqueViolation(error, LIVE_PIN_INDEX)) throw error;
+      log.info(
+        { fileHash: row.fileHash, cid: row.cid, requestId: ctx.requestId },
+        "content recorded by another writer at the same time: left to that record",
+      );
+      return false;
+    }
+  }
+
+  /** Releases and unpins under the live row's lock; `expected` undefined: whatever live row it has. */
+  async function releaseLocked(
+    tx: PinTx,
+    fileHash: string,
+    reason: string,
+    ctx: TraceContext,
+    expected: number | null | undefined,
+  ): Promise<ReleaseOutcome> {
+    const live = await tx.lockLive(fileHash);
+    if (expected !== undefined && (live?.id ?? null) !== expected) return "changed";
+    const outcome = await releaseAndUnpin(
+      { ipfs, releaser: deps.releaser(ctx), ...(deps.windowMs ? { windowMs: deps.windowMs } : {}) },
+      [fileHash],
+      `storage:${reason}`.slice(0, MAX_REASON),
+    ).catch((error: unknown) => {
+      throw releaseUnanswered(error);
     });
+    if (outcome.unpinned.length > 0) {
+      if (live) {
+        live.unpinnedAt = new Date(clock());
+        live.unpinReason = reason.slice(0, MAX_REASON);
+        await tx.emit(StorageEvents.unpinned, { fileHash, cid: live.cid, reason }, ctx);
+        await tx.save();
+      }
+      return "unpinned";
+    }
+    if (outcome.held.length > 0) return "held";
+    const late = outcome.late.length > 0;
+    log.warn(
+      { fileHash, reason, requestId: ctx.requestId },
+      late
+        ? "released, but the window passed before the unpin: left for the sweep"
+        : "released, but the unpin failed: left for the sweep",
+    );
+    return late ? "late" : "failed";
   }
 
   return {
-    async pin({ cid, fileBytes, imageBytes }, reason, ctx) {
-      if (fileBytes > limits.maxFileBytes) throw ContentErrors.tooLarge("file", limits.maxFileBytes);
-      if (imageBytes !== null && imageBytes > limits.maxImageBytes) {
-        throw ContentErrors.tooLarge("image", limits.maxImageBytes);
-      }
-      const added = CID.parse(cid);
-      const fileHash = fileHashOf(cid);
-      // Pinned before it is recorded, so a row never names content the node may drop; only a project's
-      // layout stays pinned. The shape is read while the node pins (both only read the blocks).
-      const [, isProject] = await Promise.all([ipfs.pin(added), ipfs.isProjectContent(added)]);
-      if (!isProject) {
-        await ipfs.unpin(added).catch(() => undefined);
-        throw ContentErrors.notProjectContent(cid);
-      }
-      const uploaded = { fileHash, cid, imagePath: imageBytes === null ? null : `/ipfs/${cid}/image` };
-      const recordOnce = () =>
-        pins.transaction(async (tx) => {
-          const live = await tx.lockLive(fileHash);
-          // Content recorded before: a removal that held the lock since the pin may have unpinned it (and
-          // failed its commit, or recorded it). Pinned again under the lock, it stays pinned.
-          if (live || (await tx.everRecorded(fileHash))) await ipfs.pin(added);
-          if (live) {
-            // The same bytes again: recorded already; young again for the orphan reconciliation. Later than
-            // its pinning, always, also within the same millisecond: a removal tells "uploaded again" so.
-            live.lastUploadedAt = new Date(Math.max(Date.now(), live.pinnedAt.getTime() + 1));
-            await tx.save();
-            return;
-          }
-          tx.create({ cid, fileHash, reason, fileBytes, imageBytes });
-          await tx.emit(StorageEvents.pinned, { fileHash, cid, reason }, ctx);
-          await tx.save();
-        });
-      try {
-        await recordOnce().catch((error: unknown) => {
-          if (!isUniqueViolation(error, LIVE_PIN_INDEX)) throw error;
-          // Another upload (or an adoption) recorded the same bytes between this one's look and its insert,
-          // and has committed: recorded before, then. Once more, this upload finds that live row.
-          log.info(
-            { fileHash, cid, reason, requestId: ctx.requestId },
-            "the same content was recorded by another upload at once: recording again as that live row",
-          );
-          return recordOnce();
-        });
-      } catch (error) {
-        // Nothing recorded: take the pin back unless the content has a live row (recorded before, or by
-        // another upload meanwhile). An inventory that cannot be read leaves the pin: never unpin when unsure.
-        const live = await pins.findLive(fileHash).then(
-          (row) => row !== null,
-          () => true,
-        );
-        if (!live) await ipfs.unpin(added).catch(() => undefined);
-        throw error;
-      }
-      return uploaded;
+    async taken({ fileHash, cid, fileBytes, imageBytes, reason }, ctx) {
+      const row = { fileHash, cid, fileBytes, imageBytes, reason };
+      let recorded = false;
+      await recordedOnce(row, ctx, () =>
+        pins.once(CONSUMER, ctx, async (tx) => {
+          recorded = await insertLive(tx, row, ctx);
+        }),
+      );
+      return recorded;
     },
 
-    remove: (fileHash, reason, ctx) => unpinAndRecord(fileHash, reason, ctx, null),
-
-    removeOrphan: (fileHash, cutoff, reason, ctx) => unpinAndRecord(fileHash, reason, ctx, cutoff),
-
-    async adopt(cid, reason, ctx) {
-      const fileHash = fileHashOf(cid);
-      try {
-        return await pins.transaction(async (tx) => {
-          if (await tx.lockLive(fileHash)) return false;
-          // Sizes unknown (the bytes were never seen here): recorded as 0.
-          tx.create({ cid, fileHash, reason, fileBytes: 0, imageBytes: null });
-          await tx.emit(StorageEvents.pinned, { fileHash, cid, reason }, ctx);
-          await tx.save();
-          return true;
-        });
-      } catch (error) {
-        // An upload of these bytes recorded them while this looked: they have a live row, nothing to adopt.
-        if (!isUniqueViolation(error, LIVE_PIN_INDEX)) throw error;
-        log.info(
-          { fileHash, cid, requestId: ctx.requestId },
-          "content recorded by an upload while being adopted: left to that record",
-        );
-        return false;
-      }
+    async dropped({ fileHash, reason }, ctx) {
+      let outcome: ReleaseOutcome | "duplicate" = "duplicate";
+      await pins.once(CONSUMER, ctx, async (tx) => {
+        outcome = await releaseLocked(tx, fileHash, reason, ctx, undefined);
+      });
+      return outcome;
     },
+
+    record: (row, ctx) => recordedOnce(row, ctx, () => pins.transaction((tx) => insertLive(tx, row, ctx))),
+
+    release: (fileHash, reason, ctx, liveRowId) =>
+      pins.transaction((tx) => releaseLocked(tx, fileHash, reason, ctx, liveRowId)),
+
+    repin: ({ id, fileHash, cid }) =>
+      pins.transaction(async (tx) => {
+        if ((await tx.lockLive(fileHash))?.id !== id) return false;
+        await ipfs.pin(CID.parse(cid));
+        return true;
+      }),
   };
 }

@@ -1,7 +1,7 @@
-import type { TraceContext } from "@fundraise/bus";
+import type { MessageContext, TraceContext } from "@fundraise/bus";
 import { enqueue } from "@fundraise/outbox";
 import type { EventDescriptor, PayloadOf } from "@fundraise/protocol";
-import { inTransaction, type Logger, type Tx } from "@fundraise/service-kit";
+import { executorOf, handleOnce, inTransaction, type Logger, type Tx } from "@fundraise/service-kit";
 import { LockMode } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import pg from "pg";
@@ -18,14 +18,22 @@ export type Exclusive<T> = { ran: true; value: T } | { ran: false };
 /** The pin inventory's data access: every query and lock, no rules. */
 export interface PinRepository {
   transaction<T>(work: (tx: PinTx) => Promise<T>): Promise<T>;
-  /** The live (pinned) row of this content, if any. */
-  findLive(fileHash: string): Promise<Pin | null>;
-  /** Every row of this content, newest first. */
-  history(fileHash: string): Promise<Pin[]>;
+  /**
+   * Runs `work` once per message for `consumer` (service-kit's handleOnce: the claim in
+   * `processed_message`), in one transaction with the claim: false when the message was handled before.
+   */
+  once(
+    consumer: string,
+    ctx: Pick<MessageContext, "messageId" | "log" | "markDuplicate">,
+    work: (tx: PinTx) => Promise<void>,
+  ): Promise<boolean>;
   /** Which of these contents have a live row. */
   liveAmong(fileHashes: string[]): Promise<Set<string>>;
-  /** Live rows last uploaded before `cutoff`, with an id above `afterId`, by id, at most `limit`. */
-  liveUploadedBefore(cutoff: Date, afterId: number, limit: number): Promise<Pin[]>;
+  /**
+   * Live rows with an id above `afterId`, by id, at most `limit`; with `recordedBefore`, only those
+   * recorded before it.
+   */
+  live(afterId: number, limit: number, recordedBefore?: Date): Promise<Pin[]>;
   /**
    * Runs `work` while holding the session advisory lock `name` on a connection of its own, or answers
    * `{ ran: false }` at once when another process holds it. A process that dies drops the lock with its
@@ -35,10 +43,10 @@ export interface PinRepository {
 }
 
 export interface PinTx {
+  /** The live row of this content, locked until the transaction ends; null when it has none. */
   lockLive(fileHash: string): Promise<Pin | null>;
-  /** Whether this content has any row, live or unpinned. */
-  everRecorded(fileHash: string): Promise<boolean>;
-  create(row: NewPinRow): Pin;
+  /** A new live row, recorded `at`. */
+  create(row: NewPinRow, at: Date): Pin;
   save(): Promise<void>;
   /** Queues an event in the outbox, in this transaction: published after commit, never on rollback. */
   emit<D extends EventDescriptor>(event: D, payload: PayloadOf<D>, ctx: TraceContext): Promise<void>;
@@ -51,18 +59,8 @@ export function createPinRepository(
   const txOf = ({ em: t, sql: executor }: Tx): PinTx => ({
     lockLive: (fileHash) =>
       t.findOne(Pin, { fileHash, unpinnedAt: null }, { lockMode: LockMode.PESSIMISTIC_WRITE }),
-    everRecorded: async (fileHash) => (await t.count(Pin, { fileHash })) > 0,
-    create: (row) => {
-      // One instant for both: a later upload of the same bytes is exactly `lastUploadedAt > pinnedAt`.
-      const now = new Date();
-      return t.create(Pin, {
-        ...row,
-        pinnedAt: now,
-        lastUploadedAt: now,
-        unpinnedAt: null,
-        unpinReason: null,
-      });
-    },
+    create: (row, at) =>
+      t.create(Pin, { ...row, pinnedAt: at, lastUploadedAt: at, unpinnedAt: null, unpinReason: null }),
     save: () => t.flush(),
     async emit(event, payload, ctx) {
       await enqueue(executor, event, payload, { schema: STORAGE_SCHEMA, context: ctx });
@@ -70,8 +68,10 @@ export function createPinRepository(
   });
   return {
     transaction: (work) => inTransaction(em(), (tx) => work(txOf(tx))),
-    findLive: (fileHash) => em().findOne(Pin, { fileHash, unpinnedAt: null }),
-    history: (fileHash) => em().find(Pin, { fileHash }, { orderBy: { id: "desc" } }),
+    once: (consumer, ctx, work) =>
+      handleOnce(em(), { schema: STORAGE_SCHEMA, consumer }, ctx, (t) =>
+        work(txOf({ em: t, sql: executorOf(t) })),
+      ),
     async liveAmong(fileHashes) {
       if (fileHashes.length === 0) return new Set();
       const rows = await em().find(
@@ -81,10 +81,14 @@ export function createPinRepository(
       );
       return new Set(rows.map((row) => row.fileHash));
     },
-    liveUploadedBefore: (cutoff, afterId, limit) =>
+    live: (afterId, limit, recordedBefore) =>
       em().find(
         Pin,
-        { unpinnedAt: null, lastUploadedAt: { $lt: cutoff }, id: { $gt: afterId } },
+        {
+          unpinnedAt: null,
+          id: { $gt: afterId },
+          ...(recordedBefore ? { pinnedAt: { $lt: recordedBefore } } : {}),
+        },
         { orderBy: { id: "asc" }, limit },
       ),
 

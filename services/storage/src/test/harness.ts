@@ -12,22 +12,29 @@ import {
 } from "@fundraise/service-kit/testing";
 import { create } from "kubo-rpc-client";
 import type pg from "pg";
+import { expect } from "vitest";
 import { type StorageApp, startStorageApp } from "../app.ts";
 import { loadConfig } from "../config.ts";
+import { CONSUMER } from "../content/content.service.ts";
 import { STORAGE_SCHEMA } from "../content/pin.repository.ts";
+import { type ProjectsStandIn, projectsStandIn } from "./projects-stand-in.ts";
 
 /**
  * The storage service as the projects service meets it: its own database and vhost per test file, the
- * service on one bus and the test on a second (`client`). IPFS is OUR KUBO-RPC STAND-IN
- * (packages/ipfs-node, not Kubo) on a free loopback port with a temporary data dir, or a real Kubo when
- * `IPFS_API_URL` is set (then `node` is null and the tests that stop the node are skipped). The orphan
- * reconciliation's timer is off unless `RECONCILE_INTERVAL_MS` is given: tests run rounds with `app.reconcile()`.
+ * service on one bus and the test on a second (`client`, which publishes the projects service's content
+ * events). IPFS is OUR KUBO-RPC STAND-IN (packages/ipfs-node, not Kubo) on a free loopback port with a
+ * temporary data dir, or a real Kubo when `IPFS_API_URL` is set (then `node` is null and the tests that
+ * stop the node are skipped). The calls storage makes of the projects service are answered by
+ * `projects`, A STAND-IN FOR THE PROJECTS SERVICE (projects-stand-in.ts), started unless told not to.
+ * The reconciliation's timer is off unless `RECONCILE_INTERVAL_MS` is given: tests run rounds with
+ * `app.reconcile()`.
  */
 export interface Harness extends ServiceHarness {
   app: StorageApp;
   ipfsUrl: string;
   /** The stand-in node (null against a real Kubo). */
   node: IpfsNode | null;
+  projects: ProjectsStandIn;
 }
 
 export const REAL_KUBO_URL = process.env.IPFS_API_URL;
@@ -37,6 +44,7 @@ export function storageOn(
   node: { url: string },
   env: Record<string, string> = {},
   clock?: () => number,
+  releaseWindowMs?: number,
 ): HarnessService {
   return {
     name: "storage",
@@ -53,6 +61,7 @@ export function storageOn(
         }),
         ...deps,
         ...(clock ? { clock } : {}),
+        ...(releaseWindowMs ? { releaseWindowMs } : {}),
       }),
   };
 }
@@ -61,6 +70,7 @@ export async function startHarness(
   label: string,
   env: Record<string, string> = {},
   clock?: () => number,
+  options: { projects?: boolean } = {},
 ): Promise<Harness> {
   const dataDir = mkdtempSync(join(tmpdir(), "storage-ipfs-"));
   const node = REAL_KUBO_URL ? null : await startIpfsNode({ dataDir });
@@ -70,12 +80,16 @@ export async function startHarness(
     services: [storageOn({ url: ipfsUrl }, env, clock)],
     record: StorageEvents,
   });
+  const projects = projectsStandIn(h.vhost.url);
+  if (options.projects !== false) await projects.start();
   return {
     ...h,
     app: h.apps[0] as StorageApp,
     ipfsUrl,
     node,
+    projects,
     async stop() {
+      await projects.stop();
       await h.stop();
       await node?.stop();
       rmSync(dataDir, { recursive: true, force: true });
@@ -83,7 +97,30 @@ export async function startHarness(
   };
 }
 
-/** Makes the content's live pin look uploaded `ms` ago (the orphan grace period counts from there). */
+/** Publishes an event (the projects service's `taken`, `dropped`) from the test client, as its outbox does. */
+export async function publish<D extends EventDescriptor>(
+  h: Harness,
+  event: D,
+  payload: PayloadOf<D>,
+  messageId?: string,
+): Promise<void> {
+  await h.client.publish(event, payload, messageId ? { messageId } : {});
+}
+
+/** Waits until storage's queue of this event has nothing ready or in hand: every delivery so far handled. */
+export async function drained(h: Harness, event: EventDescriptor): Promise<void> {
+  await expect
+    .poll(
+      async () => {
+        const { ready, unacknowledged } = await h.vhost.queueCounts(`${CONSUMER}.${event.name}`);
+        return ready + unacknowledged;
+      },
+      { timeout: 15_000, interval: 100 },
+    )
+    .toBe(0);
+}
+
+/** Makes the content's live pin look recorded `ms` ago (the grace period counts from there). */
 export async function agePin(sql: pg.Pool, fileHash: string, ms: number): Promise<void> {
   await sql.query(
     `update storage.pin set pinned_at = now() - make_interval(secs => $2::float8 / 1000),
@@ -106,14 +143,27 @@ export async function pinRows(sql: pg.Pool) {
     cid: string;
     file_hash: string;
     reason: string;
+    file_bytes: number | null;
+    image_bytes: number | null;
     unpinned_at: Date | null;
     unpin_reason: string | null;
-  }>(`select cid, file_hash, reason, unpinned_at, unpin_reason from storage.pin order by id`);
+  }>(
+    `select cid, file_hash, reason, file_bytes, image_bytes, unpinned_at, unpin_reason from storage.pin order by id`,
+  );
   return rows;
 }
 
 export { expectAppError } from "@fundraise/service-kit/testing";
-export { addContent, type Content, readWhitepaper, storeContent } from "./content.ts";
+export {
+  type Added,
+  addContent,
+  addWhitepaper,
+  type Content,
+  contentNotOnNode,
+  readWhitepaper,
+  takenOf,
+} from "./content.ts";
+export type { ProjectsStandIn } from "./projects-stand-in.ts";
 
 /** Events of one kind in the storage outbox (published or not), oldest first. */
 export const outboxPayloads = <D extends EventDescriptor>(sql: pg.Pool, event: D) =>
