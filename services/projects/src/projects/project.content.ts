@@ -35,11 +35,28 @@ export function takenContent(ref: ContentRef): TakenContent | null {
   };
 }
 
+/** How long releases are remembered, and an unpin may land after one (content-release.ts). */
+export const RELEASE_LIMITS = { memoryMs: CONTENT_RELEASE_MEMORY_MS, windowMs: CONTENT_RELEASE_WINDOW_MS };
+
 /**
- * A project takes content: under the content's lock, refused while a release of it could have unpinned
- * it after the gateway pinned it (content-release.ts: CONTENT_RELEASED, the gateway pins again and writes
- * again), then announced for the inventory in the same transaction.
+ * Refused while a release of the content could have unpinned it after the gateway pinned it
+ * (content-release.ts: CONTENT_RELEASED, the gateway pins again and writes again).
  */
+export function refuseReleased(
+  content: TakenContent,
+  release: { version: number; waitMs: number } | null,
+): void {
+  if (release && release.version > content.repinnedAfter) {
+    throw ProjectErrors.contentReleased({ fileHash: content.fileHash, ...release });
+  }
+}
+
+/** `refuseReleased` on the content's releases; the caller holds `lockHash(content.fileHash)`. */
+export async function requireNotReleased(t: ProjectTx, content: TakenContent): Promise<void> {
+  refuseReleased(content, await t.releaseOf(content.fileHash, RELEASE_LIMITS));
+}
+
+/** A project takes content (checked by the caller): announced for the inventory in the same transaction. */
 export async function takeContent(
   t: ProjectTx,
   projectId: number,
@@ -47,20 +64,8 @@ export async function takeContent(
   reason: string,
   ctx: OpContext,
 ): Promise<void> {
-  await requireNotReleased(t, content);
   const { fileHash, cid, fileBytes, imageBytes } = content;
   await t.emit(ProjectsEvents.contentTaken, { projectId, fileHash, cid, fileBytes, imageBytes, reason }, ctx);
-}
-
-/** Checks the content's releases; the caller holds `lockHash(content.fileHash)`. */
-export async function requireNotReleased(t: ProjectTx, content: TakenContent): Promise<void> {
-  const release = await t.releaseOf(content.fileHash, {
-    memoryMs: CONTENT_RELEASE_MEMORY_MS,
-    windowMs: CONTENT_RELEASE_WINDOW_MS,
-  });
-  if (release && release.version > content.repinnedAfter) {
-    throw ProjectErrors.contentReleased({ fileHash: content.fileHash, ...release });
-  }
 }
 
 /** A project lets go of content (deleted, rejected, its file replaced): the storage service releases it. */

@@ -91,11 +91,19 @@ export function createProjectRepository(em: () => EntityManager): ProjectReposit
     });
   }
 
+  /** The work, then its queued events (one outbox statement), in the same transaction. */
+  async function withEvents<T>(t: ProjectTx, work: (tx: ProjectTx) => Promise<T>): Promise<T> {
+    const value = await work(t);
+    await t.flush();
+    return value;
+  }
+
   return {
-    transaction: (work) => inTransaction(em(), (tx) => work(createProjectTx(tx)), conflictOfConstraint),
+    transaction: (work) =>
+      inTransaction(em(), (tx) => withEvents(createProjectTx(tx), work), conflictOfConstraint),
     once: (consumer, key, ctx, work) =>
       handleOnce(em(), { schema: PROJECTS_SCHEMA, consumer, key }, ctx, (t) =>
-        work(createProjectTx({ em: t, sql: executorOf(t) })),
+        withEvents(createProjectTx({ em: t, sql: executorOf(t) }), work),
       ),
     findById: (id) => em().findOne(Project, { id }),
     findByIds: async (ids) =>

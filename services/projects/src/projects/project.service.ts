@@ -3,7 +3,14 @@ import { announce, audienceOf } from "./announce.ts";
 import { evaluationFieldsOf } from "./chain-facts.ts";
 import type { HotReads } from "./hot-reads.ts";
 import { isAccepted, requireLive, requireWriter } from "./project.access.ts";
-import { dropContent, takeContent, takenContent } from "./project.content.ts";
+import {
+  dropContent,
+  RELEASE_LIMITS,
+  refuseReleased,
+  requireNotReleased,
+  takeContent,
+  takenContent,
+} from "./project.content.ts";
 import type { Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
@@ -54,13 +61,15 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
    * A project joins the review queue (an Add, or a new file): refused when the queue is full (503) or the
    * proposer already has their share of it waiting (429). Under the queue's lock, inside the transaction.
    */
+  function checkQueueRoom(awaiting: number, awaitingBy: number): void {
+    if (awaiting >= reviewQueueMax) throw ProjectErrors.reviewersBusy(reviewQueueMax);
+    if (awaitingBy >= reviewSharePerProposer) throw ProjectErrors.reviewShareFull(reviewSharePerProposer);
+  }
   async function requireQueueRoom(
     t: Pick<ProjectTx, "countAwaitingReview" | "countAwaitingReviewBy">,
     proposerAddress: string,
   ): Promise<void> {
-    if ((await t.countAwaitingReview()) >= reviewQueueMax) throw ProjectErrors.reviewersBusy(reviewQueueMax);
-    if ((await t.countAwaitingReviewBy(proposerAddress)) >= reviewSharePerProposer)
-      throw ProjectErrors.reviewShareFull(reviewSharePerProposer);
+    checkQueueRoom(await t.countAwaitingReview(), await t.countAwaitingReviewBy(proposerAddress));
   }
 
   /** Deletes the project (its permissions and ratings with it) and announces it, its content let go. */
@@ -101,35 +110,34 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
         named.cid === content.cid &&
         Date.now() - named.createdAt.getTime() <= RETRY_WINDOW_MS;
       return projects.transaction(async (t) => {
-        await t.lockReviewQueue();
+        // One statement takes the locks (the review queue's, the proposer's fence, the content's), one reads
+        // every fact the rules below decide on, one writes the project and its Owner.
+        await t.lockForAdd(caller.userId, content.fileHash);
+        const facts = await t.addFacts(
+          { userId: caller.userId, name, proposerAddress: caller.address, fileHash: content.fileHash },
+          RELEASE_LIMITS,
+        );
         // The proposer becomes the Owner: not once a deletion fenced them.
-        await requireLive(t, caller);
-        await t.lockHash(content.fileHash);
-        const named = await t.findByName(name);
+        if (facts.fenced) throw ProjectErrors.accountGone();
+        const named = facts.nameTaken ? await t.findByName(name) : null;
         if (named && retried(named)) return { ...toProjectDto(named), existing: true };
-        await requireQueueRoom(t, caller.address);
+        checkQueueRoom(facts.awaiting, facts.awaitingBy);
         if (named) throw ProjectErrors.nameTaken();
-        if (await t.fileHashTaken(content.fileHash)) throw ProjectErrors.fileTaken();
+        if (facts.fileTaken) throw ProjectErrors.fileTaken();
+        refuseReleased(content, facts.release);
         const { fileHash, cid, imagePath } = content;
-        const project = t.createProject({
-          name,
-          description,
-          markdown,
-          fileHash,
-          cid,
-          imagePath,
-          proposerAddress: caller.address,
-        });
-        await t.save();
-        t.createPermission({ projectId: project.id, userId: caller.userId, role: "Owner", isAccepted: true });
-        await t.save();
+        const project = await t.insertProject(
+          { name, description, markdown, fileHash, cid, imagePath, proposerAddress: caller.address },
+          caller.userId,
+        );
+        const projectId = project.id;
         await t.emit(
           ProjectsEvents.created,
-          { projectId: project.id, fileHash, ownerId: caller.userId, projectName: name },
+          { projectId, fileHash, ownerId: caller.userId, projectName: name },
           ctx,
         );
-        await takeContent(t, project.id, content, "project:add", ctx);
-        await announce(t, project.id, "created", null, ctx);
+        await takeContent(t, projectId, content, "project:add", ctx);
+        await announce(t, projectId, "created", null, ctx);
         return toProjectDto(project);
       });
     },
@@ -165,6 +173,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
           if (await t.fileHashTaken(content.fileHash, id)) throw ProjectErrors.fileTaken();
           const waiting = locked.status === "Pending" && !locked.viewerAccepted;
           if (!waiting) await requireQueueRoom(t, locked.proposerAddress);
+          await requireNotReleased(t, content);
           await dropContent(t, id, locked.fileHash, `project:${id}:replaced`, ctx);
           await takeContent(t, id, content, `project:${id}:update`, ctx);
           locked.fileHash = content.fileHash;

@@ -1,5 +1,5 @@
 import type { TraceContext } from "@fundraise/bus";
-import { claimMessage, enqueue } from "@fundraise/outbox";
+import { claimMessage, enqueueMany } from "@fundraise/outbox";
 import type { EventDescriptor, PayloadOf } from "@fundraise/protocol";
 import type { Tx } from "@fundraise/service-kit";
 import { LockMode, sql } from "@mikro-orm/core";
@@ -22,8 +22,35 @@ export interface FactKey {
   blockHash: string;
 }
 
+/** What an Add decides on, read in one statement under its locks (`lockForAdd`). */
+export interface AddFacts {
+  /** A deletion fenced the proposer. */
+  fenced: boolean;
+  /** A project has this name (in any case). */
+  nameTaken: boolean;
+  /** Projects waiting for a viewer, and those of this proposer. */
+  awaiting: number;
+  awaitingBy: number;
+  /** A project holds this content. */
+  fileTaken: boolean;
+  /** The content's releases (as `releaseOf` answers). */
+  release: { version: number; waitMs: number } | null;
+}
+
 /** One transaction: changes to the rows it returns are written by `save`, and commit with its events. */
 export interface ProjectTx {
+  /**
+   * An Add's locks in one statement, in the order every write takes them: the review queue, the
+   * proposer's fence (shared), the content.
+   */
+  lockForAdd(userId: number, fileHash: string): Promise<void>;
+  /** Every fact an Add decides on, in one statement (after `lockForAdd`: it sees what committed before). */
+  addFacts(
+    query: { userId: number; name: string; proposerAddress: string; fileHash: string },
+    limits: { memoryMs: number; windowMs: number },
+  ): Promise<AddFacts>;
+  /** Inserts the project and its accepted Owner in one statement; answers the project's row. */
+  insertProject(row: NewProjectRow, ownerId: number): Promise<Project>;
   /** Serializes every change to the review queue (Add) for the rest of the transaction. */
   lockReviewQueue(): Promise<void>;
   countAwaitingReview(): Promise<number>;
@@ -70,8 +97,13 @@ export interface ProjectTx {
   removeUserRows(userId: number): Promise<{ ratedProjectIds: number[]; ownerOf: number[] }>;
   /** Writes pending changes (ids of created rows are known after it). */
   save(): Promise<void>;
-  /** Queues an event in the outbox, in this transaction: published after commit, never on rollback. */
+  /**
+   * Queues an event in the outbox, in this transaction: published after commit, never on rollback. Written
+   * with the transaction's other events in one statement before it commits (`flush`).
+   */
   emit<D extends EventDescriptor>(event: D, payload: PayloadOf<D>, ctx: TraceContext): Promise<void>;
+  /** Writes the queued events (the repository's `transaction` calls it once the work is done). */
+  flush(): Promise<void>;
   /**
    * Records a chain fact in the ledger; `retracted` when a retraction of it arrived first (a tombstone),
    * in which case it must not be applied.
@@ -111,7 +143,73 @@ const USER_LOCK = "hashtext('projects:user')";
 
 /** The repository's unit of work on one transaction (service-kit's `Tx`): its locks, writes and ledger. */
 export function createProjectTx({ em: t, sql: executor }: Tx): ProjectTx {
+  /** Events of this transaction, written to the outbox in one statement before it commits (`flush`). */
+  const pending: { descriptor: EventDescriptor; payload: PayloadOf<EventDescriptor>; ctx: TraceContext }[] =
+    [];
   return {
+    async lockForAdd(userId, fileHash) {
+      // A select list is evaluated in order: the locks are taken one after the other, as listed.
+      await executor.query(
+        `select pg_advisory_xact_lock(hashtext('projects:review-queue')),
+           pg_advisory_xact_lock_shared(${USER_LOCK}, $1),
+           pg_advisory_xact_lock(hashtext('projects:hash:' || $2))`,
+        [userId, fileHash],
+      );
+    },
+    async addFacts({ userId, name, proposerAddress, fileHash }, { memoryMs, windowMs }) {
+      const S = PROJECTS_SCHEMA;
+      const waiting = `from ${S}.project where status = 'Pending' and not viewer_accepted`;
+      const { rows } = await executor.query(
+        `select
+           exists (select 1 from ${S}.user_fence where user_id = $1) as fenced,
+           exists (select 1 from ${S}.project where lower(name) = lower($2)) as name_taken,
+           (select count(*) ${waiting})::int as awaiting,
+           (select count(*) ${waiting} and proposer_address = $3)::int as awaiting_by,
+           exists (select 1 from ${S}.project where file_hash = $4) as file_taken,
+           r.version, r.wait_ms
+         from (select max(version) as version,
+                 coalesce(ceil(extract(epoch from max(released_at) filter (where confirmed_at is null)
+                   + $5::float8 * interval '1 millisecond' - now()) * 1000), 0) as wait_ms
+               from ${S}.content_release
+               where file_hash = $6 and released_at > now() - $7::float8 * interval '1 millisecond') r`,
+        [userId, name, proposerAddress, fileHash, windowMs, fileHash, memoryMs],
+      );
+      const row = rows[0] ?? {};
+      return {
+        fenced: Boolean(row.fenced),
+        nameTaken: Boolean(row.name_taken),
+        awaiting: Number(row.awaiting),
+        awaitingBy: Number(row.awaiting_by),
+        fileTaken: Boolean(row.file_taken),
+        release:
+          row.version === null || row.version === undefined
+            ? null
+            : { version: Number(row.version), waitMs: Math.max(0, Number(row.wait_ms)) },
+      };
+    },
+    async insertProject(row, ownerId) {
+      const { rows } = await executor.query(
+        `with made as (
+           insert into ${PROJECTS_SCHEMA}.project
+             (name, description, markdown, file_hash, cid, image_path, proposer_address, created_at, updated_at)
+           values ($1, $2, $3, $4, $5, $6, $7, now(), now()) returning *),
+         owner as (
+           insert into ${PROJECTS_SCHEMA}.permission (project_id, user_id, role, is_accepted, created_at)
+           select id, $8, 'Owner', true, now() from made)
+         select * from made`,
+        [
+          row.name,
+          row.description,
+          row.markdown,
+          row.fileHash,
+          row.cid,
+          row.imagePath,
+          row.proposerAddress,
+          ownerId,
+        ],
+      );
+      return projectOfRow(rows[0] ?? {});
+    },
     async lockReviewQueue() {
       await executor.query("select pg_advisory_xact_lock(hashtext('projects:review-queue'))");
     },
@@ -213,7 +311,16 @@ export function createProjectTx({ em: t, sql: executor }: Tx): ProjectTx {
     },
     save: () => t.flush(),
     async emit(event, payload, ctx) {
-      await enqueue(executor, event, payload, { schema: PROJECTS_SCHEMA, context: ctx });
+      pending.push({ descriptor: event, payload, ctx });
+    },
+    async flush() {
+      // One statement per request context (a transaction has one, but for the chain's batches).
+      while (pending.length > 0) {
+        const ctx = pending[0]?.ctx;
+        const batch = pending.filter((e) => e.ctx === ctx);
+        pending.splice(0, pending.length, ...pending.filter((e) => e.ctx !== ctx));
+        await enqueueMany(executor, batch, { schema: PROJECTS_SCHEMA, ...(ctx ? { context: ctx } : {}) });
+      }
     },
     async releaseOf(fileHash, { memoryMs, windowMs }) {
       // now() is the transaction's start, before this lock was had: the wait it gives is never too short.
@@ -244,11 +351,11 @@ export function createProjectTx({ em: t, sql: executor }: Tx): ProjectTx {
     },
     async confirmReleases(releases) {
       if (releases.length === 0) return;
+      const pairs = releases.map((_, i) => `($${2 * i + 1}, $${2 * i + 2}::bigint)`).join(", ");
       await executor.query(
         `update ${PROJECTS_SCHEMA}.content_release set confirmed_at = now()
-         where confirmed_at is null
-           and (file_hash, version) in (select * from unnest($1::varchar[], $2::bigint[]))`,
-        [releases.map((r) => r.fileHash), releases.map((r) => r.version)],
+         where confirmed_at is null and (file_hash, version) in (${pairs})`,
+        releases.flatMap((r) => [r.fileHash, r.version]),
       );
     },
     claimOnce: (consumer, messageKey) => claimMessage(executor, { consumer, messageKey }, PROJECTS_SCHEMA),
@@ -299,4 +406,32 @@ export function createProjectTx({ em: t, sql: executor }: Tx): ProjectTx {
       }));
     },
   };
+}
+
+/** A project row as `returning *` gives it, as the entity reads it (the mapper's input). */
+function projectOfRow(r: Record<string, unknown>): Project {
+  const num = (v: unknown) => (v === null ? null : Number(v));
+  return {
+    id: Number(r.id),
+    name: r.name,
+    description: r.description,
+    markdown: r.markdown,
+    fileHash: r.file_hash,
+    cid: r.cid,
+    imagePath: r.image_path,
+    status: r.status,
+    viewerAccepted: r.viewer_accepted,
+    viewerAcceptedAddress: r.viewer_accepted_address,
+    rating: Number(r.rating),
+    proposerAddress: r.proposer_address,
+    isAuctionCreated: r.is_auction_created,
+    isAuctionStarted: r.is_auction_started,
+    auctionStatus: r.auction_status,
+    evaluationBlock: num(r.evaluation_block),
+    evaluationLogIndex: num(r.evaluation_log_index),
+    auctionBlock: num(r.auction_block),
+    auctionLogIndex: num(r.auction_log_index),
+    createdAt: new Date(r.created_at as string | Date),
+    updatedAt: new Date(r.updated_at as string | Date),
+  } as Project;
 }

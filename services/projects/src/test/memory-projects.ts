@@ -91,6 +91,27 @@ export function createMemoryProjects(): MemoryProjects {
 
   function txOf({ state: s, emit, claimOnce }: MemoryTx<State>): ProjectTx {
     return {
+      lockForAdd: async () => undefined,
+      async addFacts({ userId, name, proposerAddress, fileHash }, limits) {
+        const t = txOf({ state: s, emit, claimOnce, onRollback: () => undefined });
+        return {
+          fenced: s.fences.has(userId),
+          nameTaken: nameTaken(s, name),
+          awaiting: projectsOf(s).filter(waiting).length,
+          awaitingBy: projectsOf(s).filter((p) => waiting(p) && p.proposerAddress === proposerAddress).length,
+          fileTaken: fileHashTaken(s, fileHash),
+          release: await t.releaseOf(fileHash, limits),
+        };
+      },
+      async insertProject(row, ownerId) {
+        const t = txOf({ state: s, emit, claimOnce, onRollback: () => undefined });
+        const project = t.createProject(row);
+        await t.save();
+        t.createPermission({ projectId: project.id, userId: ownerId, role: "Owner", isAccepted: true });
+        await t.save();
+        return project;
+      },
+      flush: async () => undefined,
       lockReviewQueue: async () => undefined,
       countAwaitingReview: async () => projectsOf(s).filter(waiting).length,
       countAwaitingReviewBy: async (proposer) =>
