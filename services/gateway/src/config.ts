@@ -93,7 +93,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     amqp: amqpSection(e),
     redis: redisSection(e),
     log: logSection(e),
-    // The gateway adds uploads to IPFS (unpinned) and reads files back for withHex.
+    // The gateway adds uploads to IPFS, pinned, and reads files back for withHex.
     ...ipfsSections(e),
   });
 }

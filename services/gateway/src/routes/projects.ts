@@ -18,9 +18,8 @@ const tag = "Project";
 const isIpfsPath = (value: string) => /^\/ipfs\//i.test(value.trim());
 
 /**
- * Project data in. The file and image were decoded from hex at the edge and added to IPFS as the body
- * arrived (uploads/): the write carries their reference, which the storage service pins once the
- * projects service accepted the write.
+ * Project data in. The file and image were decoded from hex at the edge and added to IPFS, pinned, as the
+ * body arrived (uploads/): the write carries their reference; a refused write's content is released again.
  */
 async function toProjectWrite(body: Static<typeof ProjectRequest>, request: FastifyRequest) {
   if (body.fileHex) takeContentField(request, "fileHex", body.fileHex);
