@@ -111,9 +111,10 @@ export const AuthEnv = {
     description: "failed Login attempts per client IP and address per minute (429 beyond)",
   }),
   REGISTER_PER_IP_PER_HOUR: Type.Integer({
-    default: 60,
+    // A campus signs up from behind one NAT: a lecture hall at once, with retries (ADR 0010).
+    default: 600,
     minimum: 1,
-    description: "Register calls per client IP per hour (429 beyond)",
+    description: "Register calls per client IP per hour (429 beyond); a campus behind one NAT shares it",
   }),
   REGISTER_PER_IP_ADDRESS_PER_HOUR: Type.Integer({
     default: 5,
