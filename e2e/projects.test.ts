@@ -138,6 +138,28 @@ describe("the web client's flows", () => {
     expect(await catPath(ipfs(), `/ipfs/${expected.cid}/whitepaper`)).toEqual(main.content.file);
   });
 
+  it("the web client's images and downloads through the local IPFS gateway: the bytes, Kubo's content types, cached for good", async () => {
+    // helpers.js of the web client: `<gateway><imageUrl without /ipfs/>`; `pnpm start` prints the gateway.
+    const gateway = `${ipfs()}/ipfs/`;
+    const { cid } = await identityOf(main.content);
+    const image = await fetch(`${gateway}${(main.project.imageUrl as string).replace(/^\/ipfs\//, "")}`);
+    expect(image.status).toBe(200);
+    expect(image.headers.get("content-type")).toBe("image/png");
+    expect(image.headers.get("cache-control")).toBe("public, max-age=29030400, immutable");
+    expect(Buffer.from(await image.arrayBuffer())).toEqual(main.content.image);
+    const whitepaper = await fetch(`${gateway}${cid}/whitepaper`);
+    expect(whitepaper.headers.get("content-type")).toBe("application/pdf");
+    expect(Buffer.from(await whitepaper.arrayBuffer())).toEqual(main.content.file);
+    const part = await fetch(`${gateway}${cid}/whitepaper`, { headers: { range: "bytes=0-7" } });
+    expect(part.status).toBe(206);
+    expect(await part.text()).toBe("%PDF-1.4");
+    // Content the node does not have: 404 at once, no hang.
+    const unknown = await fetch(`${gateway}${(await identityOf(newContent("never added"))).cid}/image`, {
+      signal: AbortSignal.timeout(5_000),
+    });
+    expect(unknown.status).toBe(404);
+  });
+
   it("apply: PascalCase keys, no image → imageUrl null", async () => {
     const content = newContent("PascalCase", false);
     const name = unique("Pascal");

@@ -112,6 +112,10 @@ describe("pnpm start", () => {
     const res = await fetch(`http://127.0.0.1:${ipfsPort}/api/v0/version`, { method: "POST" });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { Version: string }).Version).toMatch(/stand-in/);
+    // Its read-only gateway, for the web client's images and downloads, is named in the banner.
+    expect(output).toContain(
+      `IPFS gateway (read-only, for the web client): http://127.0.0.1:${ipfsPort}/ipfs/`,
+    );
     expect(output).not.toContain("service exited");
     expect(output).not.toContain("failed to start");
   });

@@ -209,6 +209,9 @@ async function ipfsAnswers(url: string): Promise<boolean> {
  * The local stand-in IPFS node, the way anvil stands in for a chain: when IPFS_API_URL is unset, or names
  * a loopback address where nothing answers (a copied .env.example), it is started on that port.
  */
+/** Where the local node serves content read-only (`<this><cid>/<path>`, as Kubo's gateway); unset: a node of its own. */
+let ipfsGateway: string | undefined;
+
 async function ensureIpfs(): Promise<void> {
   const configured = env.IPFS_API_URL ? new URL(env.IPFS_API_URL) : undefined;
   if (configured && (!isLoopback(configured) || (await ipfsAnswers(configured.href)))) return;
@@ -218,6 +221,7 @@ async function ensureIpfs(): Promise<void> {
     port: Number(configured?.port || env.IPFS_PORT || 5001),
   });
   env.IPFS_API_URL = node.url;
+  ipfsGateway = `${node.url}/ipfs/`;
   cleanups.push(() => node.stop());
   log.info({ url: node.url }, "local IPFS stand-in started (a Kubo-RPC-compatible node, not Kubo)");
 }
@@ -280,7 +284,8 @@ try {
       "system ready",
     );
     const replicas = gatewayUrls.length > 1 ? `   Replicas: ${gatewayUrls.slice(1).join(" ")}` : "";
-    const banner = `  Gateway: ${gatewayUrl}   API docs: ${gatewayUrl}/docs${replicas}   (Ctrl-C stops)`;
+    const content = ipfsGateway ? `\n  IPFS gateway (read-only, for the web client): ${ipfsGateway}` : "";
+    const banner = `  Gateway: ${gatewayUrl}   API docs: ${gatewayUrl}/docs${replicas}   (Ctrl-C stops)${content}`;
     print(`\n${format === "pretty" ? styleText("bold", banner, { stream: process.stdout }) : banner}\n`);
   } else if (!stopping) {
     log.error(
