@@ -174,40 +174,48 @@ contract AuctionFactory is AdminApprovals {
         return auction != address(0) && IAuction(auction).getStatus() != IAuction.AuctionStatus.Off;
     }
 
-    /// @notice Projects among `hashes` that have an auction in `status` (any status when `ignoreStatus`),
-    ///         in the order given, at most `selectCount` of them.
+    /// @notice The first `selectCount` projects among `hashes` (in the order given) whose auction is in `status`,
+    ///         or that have an auction at all when `ignoreStatus`.
+    /// @dev The first implementation's shape, entry for entry, because its web client reads this view: always
+    ///      min(selectCount, hashes.length) entries; the first match fills the last slot, the next one the slot
+    ///      before it, and slots left over stay zeroed at the front (the client drops entries whose
+    ///      `auctionType` is empty).
     function getProjectSurfaceByStatus(
         bytes32[] calldata hashes,
         IAuction.AuctionStatus status,
         uint256 selectCount,
         bool ignoreStatus
-    ) public view returns (ProjectSurface[] memory surfaces) {
-        surfaces = new ProjectSurface[](selectCount < hashes.length ? selectCount : hashes.length);
-        uint256 found = 0;
-        for (uint256 i = 0; i < hashes.length && found < surfaces.length; i++) {
+    ) external view returns (ProjectSurface[] memory surfaces) {
+        uint256 free = selectCount < hashes.length ? selectCount : hashes.length;
+        surfaces = new ProjectSurface[](free);
+        for (uint256 i = 0; i < hashes.length && free > 0; i++) {
             Project storage project = projectTokens[hashes[i]];
             if (project.auction == address(0)) continue;
             if (!ignoreStatus && IAuction(project.auction).getStatus() != status) continue;
-            IERC20Metadata token = IERC20Metadata(project.token);
-            surfaces[found++] = ProjectSurface(
-                project.auction,
-                token.name(),
-                token.symbol(),
-                project.auctionType,
-                hashes[i]
-            );
-        }
-        // Trim the unfilled tail so callers never see zeroed entries.
-        assembly ("memory-safe") {
-            mstore(surfaces, found)
+            surfaces[--free] = _surfaceOf(project, hashes[i]);
         }
     }
 
-    function getAllAuctionsByHashList(bytes32[] calldata hashes) external view returns (ProjectSurface[] memory) {
-        return getProjectSurfaceByStatus(hashes, IAuction.AuctionStatus.Off, hashes.length, true);
+    /// @notice Exactly one entry per hash given, in the same order (a repeated hash is repeated); a hash without
+    ///         an auction gets a zeroed entry.
+    /// @dev Web-client compatibility: its project page reads `getAllAuctionsByHashList([hash])[0].tokenName`,
+    ///      also before the project has an auction, so the entry must exist even then.
+    function getAllAuctionsByHashList(
+        bytes32[] calldata hashes
+    ) external view returns (ProjectSurface[] memory surfaces) {
+        surfaces = new ProjectSurface[](hashes.length);
+        for (uint256 i = 0; i < hashes.length; i++) {
+            Project storage project = projectTokens[hashes[i]];
+            if (project.auction != address(0)) surfaces[i] = _surfaceOf(project, hashes[i]);
+        }
     }
 
     // ---------------------------------------------------------------- internals
+
+    function _surfaceOf(Project storage project, bytes32 projectHash) private view returns (ProjectSurface memory) {
+        IERC20Metadata token = IERC20Metadata(project.token);
+        return ProjectSurface(project.auction, token.name(), token.symbol(), project.auctionType, projectHash);
+    }
 
     function _auctionOf(bytes32 projectHash) private view returns (address auction) {
         auction = projectTokens[projectHash].auction;

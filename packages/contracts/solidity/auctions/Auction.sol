@@ -19,6 +19,13 @@ import {IProjectToken} from "../interfaces/IProjectToken.sol";
 abstract contract Auction is IAuction, Initializable, ReentrancyGuardTransient, Multicall {
     using SafeERC20 for IERC20;
 
+    /// @notice Role identifiers of the first implementation's auctions, kept as getters only (here the factory
+    ///         is the only admin and `proposer` the only proposer). Its web client multicalls every zero-argument
+    ///         getter of its own auction ABI, and a single missing one fails the whole read.
+    bytes32 public constant DEFAULT_ADMIN_ROLE = 0x00;
+    bytes32 public constant PROPOSER_ROLE = keccak256("PROPOSER_ROLE");
+    bytes32 public constant PROPOSER_ADMIN_ROLE = keccak256("PROPOSER_ADMIN_ROLE");
+
     address public factory;
     address public override proposer;
     /// @notice Receives the bid coin (at bid time, or at the end for the order-book Dutch type) and unsold supply.

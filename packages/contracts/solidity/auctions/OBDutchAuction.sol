@@ -47,6 +47,12 @@ contract OBDutchAuction is CappedAuction {
 
     Heap.Uint256Heap private _levels;
 
+    /// @notice Where the proceeds go at the end: the first implementation's name for `projectWallet` in this type
+    ///         (its `projectWallet` was the auction itself), kept because its web client multicalls this getter.
+    function proposerWallet() external view returns (address) {
+        return projectWallet;
+    }
+
     function getCurrentRate() public view override returns (uint256) {
         if (status == AuctionStatus.Ended) return clearingPrice;
         return _levels.length() == 0 ? 0 : _levels.peek();

@@ -8,6 +8,12 @@ import {DutchAuction} from "./DutchAuction.sol";
 /// @notice supply = max(sold, initialSupply * remaining / duration) in running seconds. The auction ends when
 ///         time is up or when sold reaches the supply; whatever was not sold is burned.
 contract StrictDutchAuction is DutchAuction {
+    /// @notice The supply the auction started with: the first implementation's name for `initialSupply`, which
+    ///         its web client reads for this type.
+    function initTokens() external view returns (uint256) {
+        return initialSupply;
+    }
+
     /// @notice Supply on sale at this moment (equal to what was sold once ended).
     function getTotalSupply() public view returns (uint256) {
         if (startTime == 0) return initialSupply;

@@ -6,7 +6,16 @@ import {Auction} from "./Auction.sol";
 /// @title Uncapped auction: unlimited supply at a fixed price, minted to the buyer at bid time.
 /// @notice Needs the token's minter role (granted by the factory) to start, and gives it up at the end.
 contract UncappedAuction is Auction {
+    /// @dev The first implementation's getter, multicalled by its web client (see `DEFAULT_ADMIN_ROLE`).
+    bytes32 public constant MINTER_ROLE = keccak256("MINTER_ROLE");
+
     uint256 public rate;
+
+    /// @notice Always 0: the supply is unlimited. Kept because the first implementation had this getter (never
+    ///         set, so 0) and its web client reads it from every auction type.
+    function numberOfTokensToBeDistributed() external pure returns (uint256) {
+        return 0;
+    }
 
     function getCurrentRate() public view override returns (uint256) {
         return rate;
