@@ -13,9 +13,10 @@ export const ReconcileEnv = {
   }),
   ORPHAN_GRACE_MS: Type.Integer({
     default: 900_000,
-    // Twice the deadline of the projects service's Add and Update (60 s): a pin younger than this may
-    // belong to a write that has not committed yet.
-    minimum: 120_000,
+    // Not a safety margin: an unpin needs a release, and a write that has not committed yet meets the
+    // release and pins again (ADR 0027). The default, far above the Add's 60 s deadline, spares writes
+    // under way that second pin; tests run with seconds.
+    minimum: 1_000,
     maximum: 604_800_000,
     description:
       "age (since recorded, or since first seen pinned without a record) before content no project holds is unpinned",

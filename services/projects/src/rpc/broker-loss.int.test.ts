@@ -1,12 +1,15 @@
-import { isAppError, ProjectsEvents, ProjectsRpc } from "@fundraise/protocol";
-import { agePin, nodePins } from "@fundraise/storage/src/test/harness.ts";
+import { isAppError, ProjectsEvents, ProjectsRpc, StorageEvents } from "@fundraise/protocol";
+import { CONSUMER } from "@fundraise/storage/src/content/content.service.ts";
+import { outboxPayloads as storageOutbox } from "@fundraise/storage/src/test/harness.ts";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   addProject,
+  contentSettled,
   expectAppError,
   type Harness,
   isPinned,
+  isRecorded,
   outboxPayloads,
   readWhitepaper,
   seed,
@@ -21,13 +24,14 @@ import {
 // the test's vhost is closed (the services' and the test client's) while a service is inside its database
 // transaction: a trigger makes that transaction wait on an advisory lock the test holds, the test closes
 // the connections, then lets the transaction commit. Its answer has no way back; the services reconnect.
-const HOUR = 3_600_000;
+// The content's effects come after the write, from its events: storage records and unpins what the
+// projects service's committed events say, each once (the tests wait for that, conditions not times).
 const HELD = 4242;
 let h: Harness;
 let holder: pg.Client;
 
 beforeAll(async () => {
-  h = await startHarness("broker_loss", {}, { storageEnv: { RECONCILE_INTERVAL_MS: "200" } });
+  h = await startHarness("broker_loss");
   holder = new pg.Client({ connectionString: h.db.url });
   await holder.connect();
   await h.sql.query(`
@@ -97,34 +101,61 @@ const projectsNamed = async (name: string) =>
     id: number;
     file_hash: string;
   }[];
-const livePins = async (fileBytes: number) =>
+const pinRowsOf = async (fileHash: string) =>
   (
-    await h.sql.query(
-      `select file_hash, cid from storage.pin where file_bytes = $1 and unpinned_at is null`,
-      [fileBytes],
-    )
-  ).rows as { file_hash: string; cid: string }[];
+    await h.sql.query(`select unpinned_at, unpin_reason from storage.pin where file_hash = $1 order by id`, [
+      fileHash,
+    ])
+  ).rows as { unpinned_at: Date | null; unpin_reason: string | null }[];
+const eventsOf = async <E extends { fileHash: string }>(events: Promise<E[]>, fileHash: string) =>
+  (await events).filter((e) => e.fileHash === fileHash);
 const readContent = (fileHash: string) => readWhitepaper(h.ipfsUrl, fileHash);
 
 describe("the broker lost in the middle of Add", () => {
-  it("while storage records the upload: no project, the content an orphan; retrying writes the project once", async () => {
+  it("while the projects service commits it: the answer is lost; a retry answers the same project; its content taken once", async () => {
     const { caller } = await seed(h);
     const projectName = uniqueProjectName("Lost");
     const file = uniqueBytes(311);
-    const { error } = await loseBrokerDuring("storage.pin", "insert", () =>
+    const { error } = await loseBrokerDuring("projects.project", "insert", () =>
       addProject(h, caller, { projectName, file }),
     );
     expect(error, "the answer cannot come back").toMatchObject({ kind: "unavailable" });
-    // Storage committed its record; the projects service never heard of it, so it wrote nothing.
-    expect(await projectsNamed(projectName)).toEqual([]);
-    const [recorded] = await livePins(311);
-    expect(recorded).toBeDefined();
 
+    // The client sends the same Add again: the project it made is the answer, not a second one.
     const added = await onceReconnected(() => addProject(h, caller, { projectName, file }));
     expect(await projectsNamed(projectName)).toEqual([{ id: added.projectID, file_hash: added.fileHash }]);
-    // The same bytes: the recorded upload serves the retry, nothing is pinned twice.
-    expect(await livePins(311)).toEqual([recorded]);
+    const taken = await eventsOf(outboxPayloads(h.sql, ProjectsEvents.contentTaken), added.fileHash);
+    expect(taken.map((e) => e.projectId)).toEqual([added.projectID]);
+    await contentSettled(h);
+    expect(await pinRowsOf(added.fileHash)).toEqual([{ unpinned_at: null, unpin_reason: null }]);
+    expect(await isPinned(h, added.fileHash)).toBe(true);
     expect(Buffer.compare(await readContent(added.fileHash), file)).toBe(0);
+  });
+
+  it("while storage records the content it took: recorded once, storage.content.pinned once", async () => {
+    const { caller } = await seed(h);
+    let added: Awaited<ReturnType<typeof addProject>> | undefined;
+    // The Add answers; storage's handling of its content.taken is what waits and loses the broker.
+    const { error } = await loseBrokerDuring("storage.pin", "insert", async () => {
+      added = await addProject(h, caller, { file: uniqueBytes(312) });
+    });
+    expect(error).toBeUndefined();
+    const { fileHash } = added!;
+    // Committed before its acknowledgement was lost: the delivery comes again and is handled as a duplicate.
+    await expect
+      .poll(
+        async () => {
+          const { ready, unacknowledged } = await h.vhost.queueCounts(
+            `${CONSUMER}.${ProjectsEvents.contentTaken.name}`,
+          );
+          return ready + unacknowledged;
+        },
+        { timeout: 30_000, interval: 200 },
+      )
+      .toBe(0);
+    expect(await pinRowsOf(fileHash)).toEqual([{ unpinned_at: null, unpin_reason: null }]);
+    expect(await eventsOf(storageOutbox(h.sql, StorageEvents.pinned), fileHash)).toHaveLength(1);
+    expect(await isPinned(h, fileHash)).toBe(true);
   });
 });
 
@@ -132,6 +163,7 @@ describe("the broker lost in the middle of Update", () => {
   it("while the projects service commits the new file: it stands, the old content goes; a retry changes nothing more", async () => {
     const owner = await seed(h);
     const project = await addProject(h, owner.caller, { file: uniqueBytes(321) });
+    await expect.poll(() => isRecorded(h, project.fileHash), { timeout: 15_000 }).toBe(true);
     const newFile = uniqueBytes(322);
     const update = () =>
       updateProject(h, owner.caller, {
@@ -148,16 +180,27 @@ describe("the broker lost in the middle of Update", () => {
     );
     expect(after.projectName).toBe(`${project.projectName} v2`);
     expect(after.fileHash).not.toBe(project.fileHash);
+    // Its events were committed with it and published once the broker was back: the new content
+    // recorded, the old one unpinned.
+    await contentSettled(h);
+    expect(await pinRowsOf(after.fileHash)).toEqual([{ unpinned_at: null, unpin_reason: null }]);
     expect(await isPinned(h, after.fileHash)).toBe(true);
     expect(Buffer.compare(await readContent(after.fileHash), newFile)).toBe(0);
-    // The old content was let go after the commit, or is left to the reconciliation if that call was lost.
-    await agePin(h.sql, project.fileHash, HOUR);
-    await expect.poll(() => isPinned(h, project.fileHash), { timeout: 10_000 }).toBe(false);
+    const replaced = `project:${project.projectID}:replaced`;
+    expect(await pinRowsOf(project.fileHash)).toMatchObject([{ unpin_reason: replaced }]);
+    expect(await isPinned(h, project.fileHash)).toBe(false);
 
     const again = await onceReconnected(update);
     expect(again.fileHash).toBe(after.fileHash);
     expect(await projectsNamed(`${project.projectName} v2`)).toHaveLength(1);
-    expect(await livePins(322)).toHaveLength(1);
+    await contentSettled(h);
+    expect(await eventsOf(outboxPayloads(h.sql, ProjectsEvents.contentTaken), after.fileHash)).toHaveLength(
+      1,
+    );
+    expect(
+      await eventsOf(outboxPayloads(h.sql, ProjectsEvents.contentDropped), project.fileHash),
+    ).toHaveLength(1);
+    expect(await pinRowsOf(after.fileHash)).toHaveLength(1);
   });
 });
 
@@ -165,7 +208,7 @@ describe("the broker lost in the middle of Delete", () => {
   it("while the projects service deletes: the project is gone once, its content goes; a retry finds nothing", async () => {
     const owner = await seed(h);
     const project = await addProject(h, owner.caller, { file: uniqueBytes(331) });
-    const [pin] = await livePins(331);
+    await expect.poll(() => isRecorded(h, project.fileHash), { timeout: 15_000 }).toBe(true);
     const { error } = await loseBrokerDuring("projects.project", "delete", () =>
       h.client.call(ProjectsRpc.delete, { caller: owner.caller, id: project.projectID }),
     );
@@ -176,18 +219,17 @@ describe("the broker lost in the middle of Delete", () => {
       "not_found",
       "PROJECT_NOT_FOUND",
     );
-    await agePin(h.sql, project.fileHash, HOUR);
-    await expect.poll(() => isPinned(h, project.fileHash), { timeout: 10_000 }).toBe(false);
-    expect(await nodePins(h.node.url, pin!.cid)).toBe(false);
-    // The deletion's event was committed with it and is published once the broker is back, once.
-    await expect
-      .poll(
-        async () =>
-          (await outboxPayloads(h.sql, ProjectsEvents.deleted)).filter(
-            (e) => e.projectId === project.projectID,
-          ).length,
-      )
-      .toBe(1);
+    // The deletion's events were committed with it, once, and storage handled its drop once the broker
+    // was back.
+    await contentSettled(h);
+    const deleted = `project:${project.projectID}:deleted`;
+    expect(await pinRowsOf(project.fileHash)).toMatchObject([{ unpin_reason: deleted }]);
+    expect(await isPinned(h, project.fileHash)).toBe(false);
+    const deletedEvents = await outboxPayloads(h.sql, ProjectsEvents.deleted);
+    expect(deletedEvents.filter((e) => e.projectId === project.projectID)).toHaveLength(1);
+    expect(
+      await eventsOf(outboxPayloads(h.sql, ProjectsEvents.contentDropped), project.fileHash),
+    ).toHaveLength(1);
     await expectAppError(
       h.client.call(ProjectsRpc.delete, { caller: owner.caller, id: project.projectID }),
       "not_found",

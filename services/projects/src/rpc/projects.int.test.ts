@@ -1,10 +1,13 @@
 import { kuboDirectoryCidOf } from "@fundraise/ipfs-node";
-import { type Caller, ProjectsEvents, ProjectsRpc } from "@fundraise/protocol";
+import { ProjectsEvents, ProjectsRpc } from "@fundraise/protocol";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
   addProject,
+  asGateway,
   expectAppError,
+  fileHashOfContent,
   isPinned,
+  isRecorded,
   outboxPayloads,
   readWhitepaper,
   receivedEvent,
@@ -12,16 +15,16 @@ import {
   setReview,
   uniqueBytes,
   uniqueProjectName,
-  updateProject,
   useHarness,
 } from "../test/harness.ts";
 
-// The project use cases over RabbitMQ as the gateway calls them, with the real storage service on the
-// Kubo-RPC stand-in (packages/ipfs-node, not Kubo) and the real users service.
+// The project use cases over RabbitMQ as the gateway calls them (its content added pinned first), with the
+// real storage service on the Kubo-RPC stand-in (packages/ipfs-node, not Kubo) and the real users service.
+// The writes that let content go (viewer rejection, a new file, delete) are project-writes.int.test.ts'.
 const h = useHarness("projects", { REVIEW_QUEUE_MAX: "1000" });
 
 describe("projects.project.add", () => {
-  it("stores the content through the storage service and makes the caller the accepted Owner", async () => {
+  it("answers the project; its content pinned by the add and recorded from content.taken; the caller the accepted Owner", async () => {
     const { caller } = await seed(h);
     const file = new TextEncoder().encode("hello world\n");
     const image = uniqueBytes(32);
@@ -43,9 +46,19 @@ describe("projects.project.add", () => {
     expect(dto.fileHash).toMatch(/^[0-9A-F]{64}$/);
     expect(dto.imageUrl).toMatch(/^\/ipfs\/Qm[1-9A-HJ-NP-Za-km-z]{44}\/image$/);
     expect(new Date(dto.date as string).toISOString()).toBe(dto.date);
+    // The content is the gateway's pinned add; the project's write announced it for the inventory.
     expect(await isPinned(h, dto.fileHash)).toBe(true);
-    const read = await readWhitepaper(h.ipfsUrl, dto.fileHash);
-    expect(read.toString()).toBe("hello world\n");
+    expect((await readWhitepaper(h.ipfsUrl, dto.fileHash)).toString()).toBe("hello world\n");
+    const cid = (dto.imageUrl as string).split("/")[2];
+    expect(await outboxPayloads(h.sql, ProjectsEvents.contentTaken)).toContainEqual({
+      projectId: dto.projectID,
+      fileHash: dto.fileHash,
+      cid,
+      fileBytes: file.length,
+      imageBytes: 32,
+      reason: "project:add",
+    });
+    await expect.poll(() => isRecorded(h, dto.fileHash), { timeout: 15_000 }).toBe(true);
     const { rows } = await h.sql.query(
       `select user_id, role, is_accepted from projects.permission where project_id = $1`,
       [dto.projectID],
@@ -60,7 +73,7 @@ describe("projects.project.add", () => {
     await receivedEvent(h, ProjectsEvents.created, { projectId: dto.projectID });
   });
 
-  it("409 PROJECT_NAME_TAKEN for a name taken in any case, before anything is uploaded", async () => {
+  it("409 PROJECT_NAME_TAKEN for a name taken in any case; the refused content is not taken", async () => {
     const { caller } = await seed(h);
     const first = await addProject(h, caller);
     const file = uniqueBytes();
@@ -69,18 +82,16 @@ describe("projects.project.add", () => {
       "conflict",
       "PROJECT_NAME_TAKEN",
     );
-    const { rows } = await h.sql.query(
-      `select count(*)::int as n from storage.pin where file_bytes = $1 and reason = 'project:add' and pinned_at > now() - interval '5 seconds' and file_hash not in (select file_hash from projects.project)`,
-      [file.length],
-    );
-    expect(rows[0].n).toBe(0);
+    const refused = await fileHashOfContent(file);
+    const taken = await outboxPayloads(h.sql, ProjectsEvents.contentTaken);
+    expect(taken.filter((e) => e.fileHash === refused)).toEqual([]);
   });
 
-  it("409 PROJECT_FILE_TAKEN for the same file and image, and the existing project keeps its content", async () => {
+  it("409 PROJECT_FILE_TAKEN for the same file and image; the gateway's release of it is held: it stays pinned", async () => {
     const { caller } = await seed(h);
     const file = uniqueBytes();
     const first = await addProject(h, caller, { file });
-    await expectAppError(addProject(h, caller, { file }), "conflict", "PROJECT_FILE_TAKEN");
+    await expectAppError(addProject(h, caller, { file }, asGateway), "conflict", "PROJECT_FILE_TAKEN");
     expect(await isPinned(h, first.fileHash)).toBe(true);
     // Another image is another directory: not the same content.
     const other = await addProject(h, caller, { file, image: uniqueBytes() });
@@ -105,25 +116,26 @@ describe("projects.project.add", () => {
     await expectAppError(addProject(h, blacklisted), "forbidden", "ROLE_FORBIDDEN");
   });
 
-  it("content the node does not have is the storage service's 404, and nothing is written", async () => {
+  it("content the node lacks: the write commits (projects never asks the node); storage's round reports it missing", async () => {
     const { caller } = await seed(h);
-    const name = uniqueProjectName();
-    const missing = await kuboDirectoryCidOf({ whitepaper: uniqueBytes() });
-    await expectAppError(
-      h.client.call(ProjectsRpc.add, {
-        caller,
-        project: {
-          projectName: name,
-          projectDescription: null,
-          markDown: null,
-          content: { cid: missing.toString(), fileBytes: 64, imageBytes: null },
-        },
-      }),
-      "not_found",
-      "CONTENT_NOT_FOUND",
-    );
-    const { rows } = await h.sql.query(`select 1 from projects.project where name = $1`, [name]);
-    expect(rows).toEqual([]);
+    // The gateway always added the content; a node that lost it since is the reconciliation's (part c).
+    const lost = await kuboDirectoryCidOf({ whitepaper: uniqueBytes() });
+    const dto = await h.client.call(ProjectsRpc.add, {
+      caller,
+      project: {
+        projectName: uniqueProjectName(),
+        projectDescription: null,
+        markDown: null,
+        content: { cid: lost.toString(), fileBytes: 64, imageBytes: null },
+      },
+    });
+    await expect.poll(() => isRecorded(h, dto.fileHash), { timeout: 15_000 }).toBe(true);
+    const round = await h.storage.reconcile();
+    expect(round.missing).toBeGreaterThanOrEqual(1);
+    // Not pinned again (the node cannot find it), and never released: a project holds it.
+    expect(await isPinned(h, dto.fileHash)).toBe(false);
+    expect(await isRecorded(h, dto.fileHash)).toBe(true);
+    await h.client.call(ProjectsRpc.delete, { caller, id: dto.projectID });
   });
 });
 
@@ -235,7 +247,7 @@ describe("projects.project.top", () => {
   });
 });
 
-describe("projects.project.hashes and the viewer queue", () => {
+describe("projects.project.hashes and content.held", () => {
   it("heldContent answers which of the given contents a project holds (storage's orphan check)", async () => {
     const dto = await addProject(h, (await seed(h)).caller);
     const stranger = "AB".repeat(32);
@@ -263,242 +275,5 @@ describe("projects.project.hashes and the viewer queue", () => {
     expect(all.length).toBeGreaterThan(
       (await h.client.call(ProjectsRpc.hashes, { caller, onlyAuctionsStarted: true })).length,
     );
-  });
-
-  it("viewerReply true accepts with the viewer's address; false removes the proposal and unpins it", async () => {
-    const { caller } = await seed(h);
-    const viewer = (await seed(h, "Viewer")).caller;
-    const one = await addProject(h, caller);
-    const two = await addProject(h, caller);
-    const queue = await h.client.call(ProjectsRpc.viewerQueue, { caller: viewer });
-    expect(queue.map((p) => p.projectID)).toEqual(expect.arrayContaining([one.projectID, two.projectID]));
-    await expectAppError(h.client.call(ProjectsRpc.viewerQueue, { caller }), "forbidden", "ROLE_FORBIDDEN");
-    await expectAppError(
-      h.client.call(ProjectsRpc.viewerReply, { caller, id: one.projectID, reply: true }),
-      "forbidden",
-      "ROLE_FORBIDDEN",
-    );
-
-    const accepted = await h.client.call(ProjectsRpc.viewerReply, {
-      caller: viewer,
-      id: one.projectID,
-      reply: true,
-    });
-    expect(accepted).toMatchObject({
-      viewerAccepted: true,
-      viewerAcceptedAddress: viewer.address,
-      status: "Pending",
-    });
-    await expectAppError(
-      h.client.call(ProjectsRpc.viewerReply, { caller: viewer, id: one.projectID, reply: false }),
-      "conflict",
-      "PROJECT_ALREADY_REVIEWED",
-    );
-    const queueAfter = await h.client.call(ProjectsRpc.viewerQueue, { caller: viewer });
-    expect(queueAfter.map((p) => p.projectID)).not.toContain(one.projectID);
-
-    const admin = (await seed(h, "Admin")).caller;
-    expect(
-      await h.client.call(ProjectsRpc.viewerReply, { caller: admin, id: two.projectID, reply: false }),
-    ).toBeNull();
-    await expectAppError(
-      h.client.call(ProjectsRpc.get, { caller: admin, id: two.projectID }),
-      "not_found",
-      "PROJECT_NOT_FOUND",
-    );
-    expect(await isPinned(h, two.fileHash)).toBe(false);
-    await receivedEvent(h, ProjectsEvents.deleted, { projectId: two.projectID, fileHash: two.fileHash });
-  });
-});
-
-describe("projects.project.update and update-markdown", () => {
-  it("any accepted member; 404 before 403; name uniqueness; a new file replaces the content", async () => {
-    const owner = await seed(h);
-    const dto = await addProject(h, owner.caller);
-    const other = await addProject(h, owner.caller);
-    const stranger = (await seed(h, "Admin")).caller;
-    const update = (caller: Caller, id: number, extra: Partial<Parameters<typeof updateProject>[2]> = {}) =>
-      updateProject(h, caller, { projectID: id, projectName: dto.projectName, ...extra });
-    await expectAppError(update(stranger, 2_000_000_000), "not_found", "PROJECT_NOT_FOUND");
-    await expectAppError(update(stranger, dto.projectID), "forbidden", "PROJECT_NOT_MEMBER");
-    // A hidden project is 404 to a non-member Base user, not 403.
-    await expectAppError(update((await seed(h)).caller, dto.projectID), "not_found", "PROJECT_NOT_FOUND");
-    await expectAppError(
-      update(owner.caller, dto.projectID, { projectName: other.projectName.toLowerCase() }),
-      "conflict",
-      "PROJECT_NAME_TAKEN",
-    );
-    const renamed = await update(owner.caller, dto.projectID, {
-      projectName: `${dto.projectName} v2`,
-      projectDescription: "new",
-    });
-    expect(renamed).toMatchObject({
-      projectName: `${dto.projectName} v2`,
-      projectDescription: "new",
-      fileHash: dto.fileHash,
-    });
-
-    const file = uniqueBytes();
-    const replaced = await update(owner.caller, dto.projectID, { projectName: renamed.projectName, file });
-    expect(replaced.fileHash).not.toBe(dto.fileHash);
-    expect(replaced.projectDescription).toBe("new");
-    expect(await isPinned(h, replaced.fileHash)).toBe(true);
-    expect(await isPinned(h, dto.fileHash)).toBe(false);
-
-    // Another project's content: 409, and that content stays.
-    await expectAppError(
-      update(owner.caller, other.projectID, { projectName: other.projectName, file }),
-      "conflict",
-      "PROJECT_FILE_TAKEN",
-    );
-    expect(await isPinned(h, replaced.fileHash)).toBe(true);
-
-    // An image needs the file with it; once an auction exists the file is fixed.
-    await expectAppError(
-      update(owner.caller, dto.projectID, { projectName: renamed.projectName, image: uniqueBytes() }),
-      "validation",
-      "VALIDATION_FAILED",
-    );
-    await setReview(h, dto.projectID, { isAuctionCreated: true });
-    await expectAppError(
-      update(owner.caller, dto.projectID, { projectName: renamed.projectName, file: uniqueBytes() }),
-      "conflict",
-      "PROJECT_AUCTION_EXISTS",
-    );
-    // Refused before the upload was finished: nothing of it was pinned or recorded.
-    const { rows } = await h.sql.query(`select 1 from storage.pin where reason like $1`, [
-      `project:${dto.projectID}:update%`,
-    ]);
-    expect(rows).toHaveLength(1); // the replacement that stood
-  });
-
-  it("updateMarkdown: members only, the markdown as given", async () => {
-    const owner = await seed(h);
-    const dto = await addProject(h, owner.caller);
-    const md = "# Title\n\nSome *text* / with ? and %";
-    expect(
-      (
-        await h.client.call(ProjectsRpc.updateMarkdown, {
-          caller: owner.caller,
-          id: dto.projectID,
-          markDown: md,
-        })
-      ).markDown,
-    ).toBe(md);
-    await expectAppError(
-      h.client.call(ProjectsRpc.updateMarkdown, {
-        caller: (await seed(h, "Viewer")).caller,
-        id: dto.projectID,
-        markDown: "x",
-      }),
-      "forbidden",
-      "PROJECT_NOT_MEMBER",
-    );
-  });
-});
-
-describe("projects.project.delete", () => {
-  it("Owner or Admin; 409 once an auction is created; content unpinned; deleted emitted", async () => {
-    const owner = await seed(h);
-    const dto = await addProject(h, owner.caller);
-    const viewer = (await seed(h, "Viewer")).caller;
-    await expectAppError(
-      h.client.call(ProjectsRpc.delete, { caller: viewer, id: dto.projectID }),
-      "forbidden",
-      "PROJECT_NOT_MEMBER",
-    );
-    await setReview(h, dto.projectID, { isAuctionCreated: true });
-    await expectAppError(
-      h.client.call(ProjectsRpc.delete, { caller: owner.caller, id: dto.projectID }),
-      "conflict",
-      "PROJECT_AUCTION_EXISTS",
-    );
-    await setReview(h, dto.projectID, { isAuctionCreated: false });
-    await h.client.call(ProjectsRpc.rate, { caller: viewer, id: dto.projectID, rating: 3 });
-    expect(await h.client.call(ProjectsRpc.delete, { caller: owner.caller, id: dto.projectID })).toBeNull();
-    expect(await isPinned(h, dto.fileHash)).toBe(false);
-    const { rows } = await h.sql.query(
-      `select (select count(*) from projects.permission where project_id = $1)::int as p,
-              (select count(*) from projects.rating where project_id = $1)::int as r`,
-      [dto.projectID],
-    );
-    expect(rows[0]).toEqual({ p: 0, r: 0 });
-    await receivedEvent(h, ProjectsEvents.deleted, { projectId: dto.projectID });
-
-    const admin = (await seed(h, "Admin")).caller;
-    const second = await addProject(h, owner.caller);
-    await h.client.call(ProjectsRpc.delete, { caller: admin, id: second.projectID });
-    await expectAppError(
-      h.client.call(ProjectsRpc.delete, { caller: admin, id: second.projectID }),
-      "not_found",
-      "PROJECT_NOT_FOUND",
-    );
-  });
-});
-
-describe("projects.project.rate", () => {
-  it("finite [0, 5]; one per user, replaced; the mean kept; Base only on Approved; never Blacklist", async () => {
-    const owner = await seed(h);
-    const dto = await addProject(h, owner.caller);
-    const base = (await seed(h)).caller;
-    const whitelist = (await seed(h, "Whitelist")).caller;
-    for (const bad of [Number.NaN, -1, 5.0001, Number.POSITIVE_INFINITY]) {
-      await expectAppError(
-        h.client.call(ProjectsRpc.rate, { caller: whitelist, id: dto.projectID, rating: bad }),
-        "validation",
-        "VALIDATION_FAILED",
-      );
-    }
-    // Hidden (not viewer-accepted) from Whitelist and Base: 404.
-    await expectAppError(
-      h.client.call(ProjectsRpc.rate, { caller: whitelist, id: dto.projectID, rating: 4 }),
-      "not_found",
-      "PROJECT_NOT_FOUND",
-    );
-    await setReview(h, dto.projectID, { viewerAccepted: true });
-    // Still hidden from Blacklist (not Approved): 404 before 403 (behaviour.md §8).
-    const blacklisted = (await seed(h, "Blacklist")).caller;
-    await expectAppError(
-      h.client.call(ProjectsRpc.rate, { caller: blacklisted, id: dto.projectID, rating: 4 }),
-      "not_found",
-      "PROJECT_NOT_FOUND",
-    );
-    await expectAppError(
-      h.client.call(ProjectsRpc.rate, { caller: base, id: dto.projectID, rating: 4 }),
-      "not_found",
-      "PROJECT_NOT_FOUND",
-    );
-    expect(
-      (await h.client.call(ProjectsRpc.rate, { caller: whitelist, id: dto.projectID, rating: 4 })).rating,
-    ).toBe(4);
-    const viewer = (await seed(h, "Viewer")).caller;
-    expect(
-      (await h.client.call(ProjectsRpc.rate, { caller: viewer, id: dto.projectID, rating: 0 })).rating,
-    ).toBe(2);
-    // A member with role Base rates its own (visible) project only once it is Approved.
-    await expectAppError(
-      h.client.call(ProjectsRpc.rate, { caller: owner.caller, id: dto.projectID, rating: 1 }),
-      "forbidden",
-      "ROLE_FORBIDDEN",
-    );
-    await setReview(h, dto.projectID, { status: "Approved" });
-    // Visible to Blacklist now, and still refused: Blacklist is read-only.
-    await expectAppError(
-      h.client.call(ProjectsRpc.rate, { caller: blacklisted, id: dto.projectID, rating: 4 }),
-      "forbidden",
-      "ROLE_FORBIDDEN",
-    );
-    expect(
-      (await h.client.call(ProjectsRpc.rate, { caller: base, id: dto.projectID, rating: 5 })).rating,
-    ).toBe(3);
-    // A new rating replaces the old one.
-    expect(
-      (await h.client.call(ProjectsRpc.rate, { caller: whitelist, id: dto.projectID, rating: 1 })).rating,
-    ).toBe(2);
-    const { rows } = await h.sql.query(
-      `select count(*)::int as n from projects.rating where project_id = $1`,
-      [dto.projectID],
-    );
-    expect(rows[0].n).toBe(3);
   });
 });

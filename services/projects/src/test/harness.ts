@@ -2,10 +2,15 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type IpfsNode, startIpfsNode } from "@fundraise/ipfs-node";
+import { cidOfFileHash, createKuboIpfs, fileHashOf, type Releaser, releaseAndUnpin } from "@fundraise/ipfs";
+import { type IpfsNode, kuboDirectoryCidOf, startIpfsNode } from "@fundraise/ipfs-node";
 import {
   type Caller,
+  CONTENT_RELEASE_WINDOW_MS,
   type ContentRef,
+  ErrorCode,
+  isAppError,
+  type ProjectStatus,
   ProjectsEvents,
   ProjectsRpc,
   type UserRole,
@@ -18,10 +23,7 @@ import {
   startServiceHarness,
 } from "@fundraise/service-kit/testing";
 import type { StorageApp } from "@fundraise/storage/src/app.ts";
-import { addContent, storageOn } from "@fundraise/storage/src/test/harness.ts";
-
-export { readWhitepaper } from "@fundraise/storage/src/test/harness.ts";
-
+import { addContent, nodePins, storageOn } from "@fundraise/storage/src/test/harness.ts";
 import {
   type SeededUser,
   type SessionStandIn,
@@ -29,6 +31,7 @@ import {
   sessionStandIn,
   usersService,
 } from "@fundraise/users/src/test/harness.ts";
+import { expect } from "vitest";
 import { startProjectsApp } from "../app.ts";
 import { loadConfig } from "../config.ts";
 import { PROJECTS_SCHEMA } from "../projects/project.repository.ts";
@@ -43,11 +46,11 @@ import { PROJECTS_SCHEMA } from "../projects/project.repository.ts";
 export interface Harness extends ServiceHarness {
   app: ServiceApp;
   sessions: SessionStandIn;
-  /** The storage service (its `reconcile()` runs an orphan reconciliation round now). */
+  /** The storage service (its `reconcile()` runs a reconciliation round now). */
   storage: StorageApp;
   /** The IPFS stand-in as it runs now (a new object after `restartIpfs`, on the same URL). */
   node: IpfsNode;
-  /** The stand-in's RPC API, where the gateway would add content. */
+  /** The stand-in's RPC API, where the gateway adds content. */
   ipfsUrl: string;
   /** Stops the IPFS stand-in under the running services; its data dir stays. */
   stopIpfs(): Promise<void>;
@@ -56,13 +59,13 @@ export interface Harness extends ServiceHarness {
 }
 
 /**
- * `env` is the projects service's; `options.storageEnv` the storage service's (its reconciliation timer is
- * off unless `RECONCILE_INTERVAL_MS` is given).
+ * `env` is the projects service's; `options.storageEnv` the storage service's (no reconciliation timer
+ * unless `RECONCILE_INTERVAL_MS`), `storageClock` its clock (rows' dates, grace periods: tests move it).
  */
 export async function startHarness(
   label: string,
   env: Record<string, string> = {},
-  options: { storageEnv?: Record<string, string> } = {},
+  options: { storageEnv?: Record<string, string>; storageClock?: () => number } = {},
 ): Promise<Harness> {
   const dataDir = mkdtempSync(join(tmpdir(), "projects-ipfs-"));
   let node = await startIpfsNode({ dataDir });
@@ -71,21 +74,16 @@ export async function startHarness(
   const h = await startServiceHarness({
     label: `projects_${label}`,
     services: [
-      storageOn(node, options.storageEnv),
+      storageOn(node, options.storageEnv, options.storageClock),
       sessions,
       usersService,
       {
         name: "projects",
         // No chain unless a test gives one: "sync now" then has neither the index nor the chain.
-        start: ({ env: base, ...deps }) =>
-          startProjectsApp({
-            config: loadConfig({
-              ...base,
-              CHAIN_DEPLOYMENT_FILE: join(dataDir, "no-chain-deployment.json"),
-              ...env,
-            }),
-            ...deps,
-          }),
+        start: ({ env: base, ...deps }) => {
+          const chainless = { CHAIN_DEPLOYMENT_FILE: join(dataDir, "no-chain-deployment.json") };
+          return startProjectsApp({ config: loadConfig({ ...base, ...chainless, ...env }), ...deps });
+        },
       },
     ],
     record: ProjectsEvents,
@@ -118,8 +116,6 @@ export async function startHarness(
 export const useHarness = (...args: Parameters<typeof startHarness>): Harness =>
   harnessOfFile(() => startHarness(...args));
 
-export type { SeededUser };
-
 /** A verified user of the real users service (its table), and the caller the gateway would pass for it. */
 export async function seed(
   h: Harness,
@@ -136,8 +132,8 @@ export const uniqueProjectName = (prefix = "Project") =>
 export const uniqueBytes = (size = 64) => new Uint8Array(randomBytes(size));
 
 /**
- * Runs a write (Add, Update) with its file and image as the gateway sends them: added to the IPFS node
- * first (unpinned), then the write with their reference.
+ * Runs a write (Add, Update) with its file and image added to the IPFS node first, pinned, as the gateway
+ * adds them (ADR 0027). Nothing more: a refused write's content stays pinned; CONTENT_RELEASED is an answer.
  */
 export async function withContent<T>(
   h: Harness,
@@ -147,20 +143,61 @@ export async function withContent<T>(
   return write(await addContent(h.node.url, content));
 }
 
+export type ContentPath = typeof withContent; // how a test sends a write's content: this or asGateway
+
+/**
+ * `withContent` as A STAND-IN FOR THE GATEWAY'S WRITE PROTOCOL (gateway's uploads/released.ts, plugin.ts):
+ * on CONTENT_RELEASED it asks again while an unpin may land (`waitMs` > 0), else pins the content again and
+ * writes with `repinnedAfter`; another failure is the answer once the content it pinned is released
+ * (`releaseAndUnpin`: never content a project holds; awaited here, not in the background).
+ */
+export const asGateway: ContentPath = async (h, content, write) => {
+  let ref = await addContent(h.node.url, content);
+  const node = createKuboIpfs({ url: h.ipfsUrl, timeoutMs: 10_000, readTimeoutMs: 10_000 });
+  const releaser: Releaser = {
+    release: (fileHashes, reason) => h.client.call(ProjectsRpc.releaseContent, { fileHashes, reason }),
+    confirm: async (releases) => void (await h.client.call(ProjectsRpc.confirmRelease, { releases })),
+  };
+  const until = performance.now() + CONTENT_RELEASE_WINDOW_MS + 15_000;
+  for (;;) {
+    try {
+      return await write(ref);
+    } catch (error) {
+      if (!ref) throw error;
+      if (isAppError(error) && error.code === ErrorCode.CONTENT_RELEASED && performance.now() < until) {
+        const { version, waitMs } = error.details as { version: number; waitMs: number };
+        if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(waitMs, 250)));
+        else {
+          await node.pin(cidOfFileHash(fileHashOf(ref.cid)));
+          ref = { ...ref, repinnedAfter: version };
+        }
+        continue;
+      }
+      const refused = [fileHashOf(ref.cid)];
+      await releaseAndUnpin({ ipfs: node, releaser }, refused, "gateway:write-refused").catch(
+        () => undefined,
+      );
+      throw error;
+    }
+  }
+};
+
+/** The fileHash of this file (and image) added as the gateway adds them, computed without the node. */
+export const fileHashOfContent = async (file: Uint8Array, image: Uint8Array | null = null) =>
+  fileHashOf(await kuboDirectoryCidOf(image ? { whitepaper: file, image } : { whitepaper: file }));
+
+type ProjectFields = { projectName: string; projectDescription: string | null; markDown: string | null };
+type Files = { file: Uint8Array | null; image: Uint8Array | null };
+
 /** Adds a project through the RPC as `caller` (a fresh name and file unless told). */
 export function addProject(
   h: Harness,
   caller: Caller,
-  project: Partial<{
-    projectName: string;
-    projectDescription: string | null;
-    markDown: string | null;
-    file: Uint8Array | null;
-    image: Uint8Array | null;
-  }> = {},
+  project: Partial<ProjectFields & Files> = {},
+  send: ContentPath = withContent,
 ) {
   const { file = uniqueBytes(), image = null, ...fields } = project;
-  return withContent(h, { file, image }, (content) =>
+  return send(h, { file, image }, (content) =>
     h.client.call(ProjectsRpc.add, {
       caller,
       project: {
@@ -178,17 +215,11 @@ export function addProject(
 export function updateProject(
   h: Harness,
   caller: Caller,
-  project: {
-    projectID: number;
-    projectName: string;
-    projectDescription?: string | null;
-    markDown?: string | null;
-    file?: Uint8Array | null;
-    image?: Uint8Array | null;
-  },
+  project: { projectID: number; projectName: string } & Partial<ProjectFields & Files>,
+  send: ContentPath = withContent,
 ) {
   const { file = null, image = null, ...fields } = project;
-  return withContent(h, { file, image }, (content) =>
+  return send(h, { file, image }, (content) =>
     h.client.call(ProjectsRpc.update, {
       caller,
       project: { projectDescription: null, markDown: null, ...fields, content },
@@ -200,11 +231,7 @@ export function updateProject(
 export async function setReview(
   h: Harness,
   projectId: number,
-  state: {
-    viewerAccepted?: boolean;
-    status?: "Pending" | "Approved" | "Rejected";
-    isAuctionCreated?: boolean;
-  },
+  state: Partial<{ viewerAccepted: boolean; status: ProjectStatus; isAuctionCreated: boolean }>,
 ): Promise<void> {
   await h.sql.query(
     `update projects.project set viewer_accepted = coalesce($2, viewer_accepted), status = coalesce($3, status),
@@ -213,28 +240,42 @@ export async function setReview(
   );
 }
 
-/** Whether the storage service holds a live pin of this content. */
-export async function isPinned(h: Harness, fileHash: string): Promise<boolean> {
-  const { rows } = await h.sql.query(
-    `select 1 from storage.pin where file_hash = $1 and unpinned_at is null`,
-    [fileHash],
-  );
-  return rows.length > 0;
+/** Whether the IPFS node pins this content (recursively): what keeps it from the node's garbage collection. */
+export const isPinned = (h: Harness, fileHash: string) =>
+  nodePins(h.ipfsUrl, cidOfFileHash(fileHash).toString());
+
+/** Whether the storage service's inventory has a live row of this content (from `content.taken`). */
+export const isRecorded = async (h: Harness, fileHash: string) =>
+  (await h.sql.query(`select 1 from storage.pin where file_hash = $1 and unpinned_at is null`, [fileHash]))
+    .rowCount === 1;
+
+/**
+ * Waits until the storage service has handled every content event (`taken`, `dropped`) the projects service
+ * committed so far: each one's claim (its message id, the outbox row's) is in storage's `processed_message`.
+ */
+export async function contentSettled(h: Harness): Promise<void> {
+  const events = [ProjectsEvents.contentTaken.name, ProjectsEvents.contentDropped.name];
+  const unhandled = `select count(*)::int as n from projects.outbox o where o.event_name = any($1) and not exists
+    (select 1 from storage.processed_message m where m.consumer = 'storage' and m.message_key = o.id::text)`;
+  const count = async () => (await h.sql.query(unhandled, [events])).rows[0].n;
+  await expect.poll(count, { timeout: 30_000, interval: 50 }).toBe(0);
 }
 
-/** A database failure a test stages: rows of `table` that match `when` refuse `write` with `message`. */
-export interface Refusal {
-  /** The trigger's and its function's name (the function lives in the table's schema). */
-  name: string;
-  table: string;
-  write: "insert" | "update" | "delete";
-  /** The SQL condition on `new` (insert, update) or `old` (update, delete). */
-  when: string;
-  message: string;
-}
-
-/** Runs `work` while the database refuses a write (a trigger), dropped again afterwards. */
-export async function whileRefusing<T>(h: Harness, refusal: Refusal, work: () => Promise<T>): Promise<T> {
+/**
+ * Runs `work` while rows of `table` that match `when` (SQL on `new`, or `old` for an update or delete)
+ * refuse `write` with `message`: a trigger `name` (its function in the table's schema), dropped afterwards.
+ */
+export async function whileRefusing<T>(
+  h: Harness,
+  refusal: {
+    name: string;
+    table: string;
+    write: "insert" | "update" | "delete";
+    when: string;
+    message: string;
+  },
+  work: () => Promise<T>,
+): Promise<T> {
   const { name, table, write, when, message } = refusal;
   const fn = `${table.split(".")[0]}.${name}`;
   await h.sql.query(
@@ -252,6 +293,7 @@ export async function whileRefusing<T>(h: Harness, refusal: Refusal, work: () =>
 }
 
 export { expectAppError } from "@fundraise/service-kit/testing";
+export { readWhitepaper } from "@fundraise/storage/src/test/harness.ts";
 
 /** Events in the projects outbox, and those the test consumer received (service-kit's serviceEvents). */
 export const { outboxPayloads, receivedEvent } = serviceEvents(PROJECTS_SCHEMA);
