@@ -3,6 +3,7 @@ import { ErrorCode, errors, ProjectsRpc, type RequestOf } from "@fundraise/proto
 import { CID } from "multiformats/cid";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
+import { projectDto } from "../test/route-samples.ts";
 
 // An Add whose content was released meanwhile (protocol's content-release.ts): the gateway waits while an
 // unpin may land, pins again once every release is over, and writes with the version it waited for. The
@@ -40,7 +41,7 @@ describe("an Add whose content was released meanwhile", () => {
       }
       if (repinnedAfter !== 7) throw released(fileHash, 7, 0);
       expect(await h.ipfs.pinned(cid)).toBe(true);
-      return { ...projectDto(fileHash), projectName: request.project.projectName };
+      return projectDto(1, { fileHash, projectName: request.project.projectName });
     });
     const res = await add("Again");
     expect(res.statusCode, res.body).toBe(201);
@@ -61,23 +62,3 @@ describe("an Add whose content was released meanwhile", () => {
     expect(sent.length).toBeGreaterThan(10);
   }, 60_000);
 });
-
-function projectDto(fileHash: string) {
-  return {
-    projectID: 1,
-    projectName: "",
-    date: null,
-    isAuctionCreated: false,
-    isAuctionStarted: false,
-    auctionStatus: null,
-    projectDescription: null,
-    imageUrl: null,
-    rating: 0,
-    status: "Pending" as const,
-    markDown: "",
-    fileHash,
-    proposerAddress: null,
-    viewerAccepted: false,
-    viewerAcceptedAddress: null,
-  };
-}
