@@ -23,7 +23,8 @@ describe("loadConfig", () => {
       noncePerIpAddressPerMinute: 10,
       loginFailuresPerIpPerMinute: 30,
       loginFailuresPerIpAddressPerMinute: 10,
-      registerPerIpPerHour: 60,
+      // A campus signs up from behind one NAT (behaviour.md "A campus signs up from one address", ADR 0010).
+      registerPerIpPerHour: 600,
       registerPerIpAddressPerHour: 5,
     });
   });
