@@ -1,4 +1,3 @@
-import { outboxDdl, processedMessageDdl } from "@fundraise/outbox";
 import { Migration } from "@mikro-orm/migrations";
 
 export class Migration20261201000000_auth extends Migration {
@@ -30,8 +29,27 @@ export class Migration20261201000000_auth extends Migration {
     );
     this.addSql(`create index "email_verification_user_idx" on "auth"."email_verification" ("user_id")`);
     // Events owed by a state change (auth.user.registered/verified) and handled-message claims.
-    this.addSql(outboxDdl("auth"));
-    this.addSql(processedMessageDdl("auth"));
+    this.addSql(`CREATE TABLE IF NOT EXISTS auth.outbox (
+  id uuid PRIMARY KEY,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  event_name text NOT NULL,
+  payload bytea NOT NULL,
+  content_type text NOT NULL,
+  headers jsonb NOT NULL DEFAULT '{}'::jsonb,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  published_at timestamptz NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_unpublished_idx ON auth.outbox (seq) WHERE published_at IS NULL;
+CREATE INDEX IF NOT EXISTS outbox_published_at_idx ON auth.outbox (published_at) WHERE published_at IS NOT NULL;
+`);
+    this.addSql(`CREATE TABLE IF NOT EXISTS auth.processed_message (
+  consumer text NOT NULL,
+  message_key text NOT NULL,
+  processed_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (consumer, message_key)
+);
+CREATE INDEX IF NOT EXISTS processed_message_processed_at_idx ON auth.processed_message (processed_at);
+`);
   }
 
   override async down(): Promise<void> {

@@ -1,4 +1,3 @@
-import { outboxDdl, processedMessageDdl } from "@fundraise/outbox";
 import { Migration } from "@mikro-orm/migrations";
 
 export class Migration20261127000000_chain_indexer extends Migration {
@@ -61,8 +60,27 @@ export class Migration20261127000000_chain_indexer extends Migration {
       `create index "log_auction_address_idx" on "log" ("chain_id", "address", "block_number", "log_index")
        where "event" in ('AuctionStarted', 'AuctionPaused', 'AuctionFinished')`,
     );
-    this.addSql(outboxDdl("chain_indexer"));
-    this.addSql(processedMessageDdl("chain_indexer"));
+    this.addSql(`CREATE TABLE IF NOT EXISTS chain_indexer.outbox (
+  id uuid PRIMARY KEY,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  event_name text NOT NULL,
+  payload bytea NOT NULL,
+  content_type text NOT NULL,
+  headers jsonb NOT NULL DEFAULT '{}'::jsonb,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  published_at timestamptz NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_unpublished_idx ON chain_indexer.outbox (seq) WHERE published_at IS NULL;
+CREATE INDEX IF NOT EXISTS outbox_published_at_idx ON chain_indexer.outbox (published_at) WHERE published_at IS NOT NULL;
+`);
+    this.addSql(`CREATE TABLE IF NOT EXISTS chain_indexer.processed_message (
+  consumer text NOT NULL,
+  message_key text NOT NULL,
+  processed_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (consumer, message_key)
+);
+CREATE INDEX IF NOT EXISTS processed_message_processed_at_idx ON chain_indexer.processed_message (processed_at);
+`);
   }
 
   override async down(): Promise<void> {

@@ -1,4 +1,3 @@
-import { outboxDdl, processedMessageDdl } from "@fundraise/outbox";
 import { Migration } from "@mikro-orm/migrations";
 
 /**
@@ -68,8 +67,27 @@ export class Migration20261126000000_projects extends Migration {
     this.addSql(`create unique index "rating_project_user_unique" on "rating" ("project_id", "user_id")`);
     this.addSql(`create index "rating_user_idx" on "rating" ("user_id")`);
 
-    this.addSql(outboxDdl("projects"));
-    this.addSql(processedMessageDdl("projects"));
+    this.addSql(`CREATE TABLE IF NOT EXISTS projects.outbox (
+  id uuid PRIMARY KEY,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  event_name text NOT NULL,
+  payload bytea NOT NULL,
+  content_type text NOT NULL,
+  headers jsonb NOT NULL DEFAULT '{}'::jsonb,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  published_at timestamptz NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_unpublished_idx ON projects.outbox (seq) WHERE published_at IS NULL;
+CREATE INDEX IF NOT EXISTS outbox_published_at_idx ON projects.outbox (published_at) WHERE published_at IS NOT NULL;
+`);
+    this.addSql(`CREATE TABLE IF NOT EXISTS projects.processed_message (
+  consumer text NOT NULL,
+  message_key text NOT NULL,
+  processed_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (consumer, message_key)
+);
+CREATE INDEX IF NOT EXISTS processed_message_processed_at_idx ON projects.processed_message (processed_at);
+`);
   }
 
   override async down(): Promise<void> {

@@ -1,4 +1,3 @@
-import { outboxDdl, processedMessageDdl } from "@fundraise/outbox";
 import { Migration } from "@mikro-orm/migrations";
 
 /** The pin inventory, and the bus tables (outbox for the events this service owes). */
@@ -21,8 +20,27 @@ export class Migration20261125000000_storage extends Migration {
       `create unique index "pin_live_file_hash" on "pin" ("file_hash") where "unpinned_at" is null`,
     );
     this.addSql(`create index "pin_file_hash_idx" on "pin" ("file_hash")`);
-    this.addSql(outboxDdl("storage"));
-    this.addSql(processedMessageDdl("storage"));
+    this.addSql(`CREATE TABLE IF NOT EXISTS storage.outbox (
+  id uuid PRIMARY KEY,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  event_name text NOT NULL,
+  payload bytea NOT NULL,
+  content_type text NOT NULL,
+  headers jsonb NOT NULL DEFAULT '{}'::jsonb,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  published_at timestamptz NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_unpublished_idx ON storage.outbox (seq) WHERE published_at IS NULL;
+CREATE INDEX IF NOT EXISTS outbox_published_at_idx ON storage.outbox (published_at) WHERE published_at IS NOT NULL;
+`);
+    this.addSql(`CREATE TABLE IF NOT EXISTS storage.processed_message (
+  consumer text NOT NULL,
+  message_key text NOT NULL,
+  processed_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (consumer, message_key)
+);
+CREATE INDEX IF NOT EXISTS processed_message_processed_at_idx ON storage.processed_message (processed_at);
+`);
   }
 
   override async down(): Promise<void> {

@@ -1,4 +1,3 @@
-import { outboxDdl, processedMessageDdl } from "@fundraise/outbox";
 import { Migration } from "@mikro-orm/migrations";
 
 /**
@@ -36,8 +35,27 @@ export class Migration20261123000000_accounts extends Migration {
       `create index "owned_project_owner_idx" on "owned_project" ("owner_id") where "deleted_at" is null`,
     );
 
-    this.addSql(outboxDdl("users"));
-    this.addSql(processedMessageDdl("users"));
+    this.addSql(`CREATE TABLE IF NOT EXISTS users.outbox (
+  id uuid PRIMARY KEY,
+  seq bigint GENERATED ALWAYS AS IDENTITY,
+  event_name text NOT NULL,
+  payload bytea NOT NULL,
+  content_type text NOT NULL,
+  headers jsonb NOT NULL DEFAULT '{}'::jsonb,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  published_at timestamptz NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_unpublished_idx ON users.outbox (seq) WHERE published_at IS NULL;
+CREATE INDEX IF NOT EXISTS outbox_published_at_idx ON users.outbox (published_at) WHERE published_at IS NOT NULL;
+`);
+    this.addSql(`CREATE TABLE IF NOT EXISTS users.processed_message (
+  consumer text NOT NULL,
+  message_key text NOT NULL,
+  processed_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (consumer, message_key)
+);
+CREATE INDEX IF NOT EXISTS processed_message_processed_at_idx ON users.processed_message (processed_at);
+`);
   }
 
   override async down(): Promise<void> {

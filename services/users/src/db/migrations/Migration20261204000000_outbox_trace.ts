@@ -1,4 +1,3 @@
-import { outboxTraceDefaultDdl } from "@fundraise/outbox";
 import { Migration } from "@mikro-orm/migrations";
 
 /**
@@ -8,7 +7,8 @@ import { Migration } from "@mikro-orm/migrations";
  */
 export class Migration20261204000000_outbox_trace extends Migration {
   override async up(): Promise<void> {
-    this.addSql(outboxTraceDefaultDdl("users"));
+    this.addSql(`ALTER TABLE users.outbox ALTER COLUMN headers SET DEFAULT
+  jsonb_strip_nulls(jsonb_build_object('traceparent', nullif(current_setting('fundraise.traceparent', true), '')))`);
   }
 
   override async down(): Promise<void> {

@@ -1,6 +1,4 @@
-import { rpcAnswerDdl } from "@fundraise/outbox";
 import { Migration } from "@mikro-orm/migrations";
-import { USERS_SCHEMA as SCHEMA } from "../../users/user.repository.ts";
 
 /**
  * The answers to the gateway's keyed writes (Idempotency-Key), kept 24 h: a retry after a lost reply gets
@@ -8,10 +6,17 @@ import { USERS_SCHEMA as SCHEMA } from "../../users/user.repository.ts";
  */
 export class Migration20261211000000_rpc_answer extends Migration {
   override async up(): Promise<void> {
-    this.addSql(rpcAnswerDdl(SCHEMA));
+    this.addSql(`CREATE TABLE IF NOT EXISTS users.rpc_answer (
+  key text PRIMARY KEY,
+  fingerprint text NOT NULL,
+  envelope json NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS rpc_answer_created_at_idx ON users.rpc_answer (created_at);
+`);
   }
 
   override async down(): Promise<void> {
-    this.addSql(`drop table if exists ${SCHEMA}.rpc_answer`);
+    this.addSql(`drop table if exists users.rpc_answer`);
   }
 }

@@ -1,14 +1,17 @@
-import { rpcAnswerClaimDdl, rpcAnswerClaimUndoDdl } from "@fundraise/outbox";
 import { Migration } from "@mikro-orm/migrations";
-import { USERS_SCHEMA as SCHEMA } from "../../users/user.repository.ts";
 
 /** A keyed write's run holds its key until it answers: a copy that arrives meanwhile is 409 (ADR 0029). */
 export class Migration20261212000000_rpc_answer_claim extends Migration {
   override async up(): Promise<void> {
-    this.addSql(rpcAnswerClaimDdl(SCHEMA));
+    this.addSql(`ALTER TABLE users.rpc_answer ALTER COLUMN envelope DROP NOT NULL;
+ALTER TABLE users.rpc_answer ADD COLUMN IF NOT EXISTS claimed_until timestamptz;
+`);
   }
 
   override async down(): Promise<void> {
-    this.addSql(rpcAnswerClaimUndoDdl(SCHEMA));
+    this.addSql(`DELETE FROM users.rpc_answer WHERE envelope IS NULL;
+ALTER TABLE users.rpc_answer DROP COLUMN IF EXISTS claimed_until;
+ALTER TABLE users.rpc_answer ALTER COLUMN envelope SET NOT NULL;
+`);
   }
 }
