@@ -26,6 +26,7 @@ import pino from "pino";
 import { instanceName, parseScale, restartBudget } from "./lib/instances.ts";
 import { chooseLogFormat, createLineFormatter, type LogFormat } from "./lib/log-format.ts";
 import { serviceNodeArgs, stopProcess } from "./lib/processes.ts";
+import { missingServers } from "./lib/servers.ts";
 import { startLocalChain } from "./local-chain.ts";
 
 const root = join(import.meta.dirname, "..");
@@ -270,6 +271,14 @@ async function stop(code: number): Promise<never> {
 
 process.on("SIGINT", () => void stop(0));
 process.on("SIGTERM", () => void stop(0));
+
+// The servers this script does not start: one line each that does not answer, then exit 1 (no service
+// is started to retry against them in a loop).
+const missing = await missingServers(env);
+if (missing.length > 0) {
+  for (const line of missing) process.stderr.write(`${line}\n`);
+  process.exit(1);
+}
 
 try {
   await ensureDatabase(env.DATABASE_URL as string);

@@ -1,0 +1,55 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { printable } from "./lib/servers.ts";
+
+// `pnpm start` with a server missing: one line per server that does not answer, naming its URL (no
+// password) and how to get it, and a non-zero exit before any service starts. Ports 1 refuse at once.
+const root = join(import.meta.dirname, "..");
+
+function start(env: Record<string, string>): Promise<{ code: number | null; stderr: string; ms: number }> {
+  const began = performance.now();
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+    cwd: root,
+    env: { ...process.env, LOG_LEVEL: "warn", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk) => (stderr += chunk));
+  child.stdout.resume();
+  return new Promise((resolve) =>
+    child.once("exit", (code) => resolve({ code, stderr, ms: performance.now() - began })),
+  );
+}
+
+describe("pnpm start without its servers", () => {
+  it("names each server that does not answer, in one line, and exits 1 within 10 s", async () => {
+    const { code, stderr, ms } = await start({
+      DATABASE_URL: "postgres://postgres@127.0.0.1:1/fundraising",
+      REDIS_URL: "redis://127.0.0.1:1",
+      AMQP_URL: "amqp://guest:secret@127.0.0.1:1",
+    });
+    expect(code).toBe(1);
+    expect(ms).toBeLessThan(10_000);
+    const lines = stderr.trim().split("\n");
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(
+      /^PostgreSQL does not answer at postgres:\/\/postgres@127\.0\.0\.1:1\/fundraising: /,
+    );
+    expect(lines[1]).toMatch(/^Redis does not answer at redis:\/\/127\.0\.0\.1:1: /);
+    expect(lines[2]).toMatch(/^RabbitMQ does not answer at amqp:\/\/guest:\*\*\*@127\.0\.0\.1:1: /);
+    for (const line of lines) expect(line).toContain("scripts/infra-up.sh");
+    expect(stderr).not.toContain("secret");
+  }, 30_000);
+
+  it("one missing server is the one line", async () => {
+    const { code, stderr } = await start({ REDIS_URL: "redis://127.0.0.1:1" });
+    expect(code).toBe(1);
+    expect(stderr.trim().split("\n")).toEqual([expect.stringMatching(/^Redis does not answer at /)]);
+  }, 30_000);
+
+  it("prints no password", () => {
+    expect(printable("amqp://guest:guest@127.0.0.1:5672")).toBe("amqp://guest:***@127.0.0.1:5672");
+    expect(printable("not a url")).toBe("(not a URL)");
+  });
+});
