@@ -161,7 +161,11 @@ export function createKuboIpfs(options: Pick<IpfsSettings, "url" | "timeoutMs" |
         for await (const _ of bytes) break;
         return true;
       } catch (error) {
-        if ((error as { name?: string } | null)?.name === "HTTPError") return false;
+        // Only the node's word on the shape says "not a project's": a failure (500 of a node in trouble,
+        // a block it cannot find) is an error, or its pin would be passed over for good as foreign.
+        const message = error instanceof Error ? error.message : "";
+        const shape = /no link named|not a directory|is a directory|not a file|not unixfs/i.test(message);
+        if ((error as { name?: string } | null)?.name === "HTTPError" && shape) return false;
         throw translateIpfsError(error);
       }
     },

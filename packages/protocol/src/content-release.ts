@@ -6,20 +6,32 @@ import { CidV0 } from "./storage.ts";
  * Content is unpinned only through a release (ADR 0027): the unpinner (the storage service, or the gateway
  * for its refused write) asks the projects service to release the content; under the content's lock it
  * answers `held` while a project holds it, else records a release (a version) and answers it. The unpinner
- * then unpins within `CONTENT_RELEASE_WINDOW_MS` of the moment it asked (never later: past it, it gives up
- * and the sweep asks again) and confirms. A write that takes content released in the last
+ * then starts its unpin within `CONTENT_RELEASE_WINDOW_MS` of the moment it asked (past it, it gives up and
+ * the sweep asks again), keeps the request open until the node answers, cut at the window's end, and
+ * confirms. The window is long on purpose: Kubo applies an unpin it received even after the client gave
+ * up (its `pin rm` waits for the GC lock, a GC of a large repository holds it for minutes), so an
+ * unconfirmed release counts as landing for all of it. A confirmed one ends the wait at once: the usual
+ * case, milliseconds after the release. A write that takes content released in the last
  * `CONTENT_RELEASE_MEMORY_MS` is refused with CONTENT_RELEASED until its content was pinned again after
  * every such release was over (confirmed, or its window passed): no project commits with content a late
  * unpin can still take away. Clock-free but for the unpinner's own timer: the projects service's database
  * dates the releases and the windows, and the gateway pins again only after an answer that said "over".
  */
-export const CONTENT_RELEASE_WINDOW_MS = 10_000;
+export const CONTENT_RELEASE_WINDOW_MS = 10 * 60_000;
 
 /**
- * How long a release is remembered: far longer than any write takes between its pin and its transaction
- * (an Add's RPC deadline is 60 s), so a release older than this ended before the write pinned.
+ * How long a release is remembered: its window plus far longer than any write takes between its pin and its
+ * transaction (an Add's RPC deadline is 60 s; the projects service refuses a pin older than
+ * `CONTENT_PIN_MAX_AGE_MS`), so a release older than this ended before the write pinned.
  */
 export const CONTENT_RELEASE_MEMORY_MS = 60 * 60_000;
+
+/**
+ * A write whose content the gateway pinned longer ago than this (its clock against the database's; a
+ * frozen process, a stalled Redis) is refused (503, to send again): releases are remembered for a bounded
+ * time only, so the time from the pin to the transaction must be bounded too.
+ */
+export const CONTENT_PIN_MAX_AGE_MS = 10 * 60_000;
 
 /** A content released: its unpinner may unpin it within the window, then confirms it by `version`. */
 export const ContentRelease = Type.Object({ fileHash: FileHash, version: Type.Integer({ minimum: 1 }) });

@@ -57,6 +57,8 @@ export const ErrorCode = {
    * again and writes again; a client sees it only when that keeps failing (503).
    */
   CONTENT_RELEASED: "CONTENT_RELEASED",
+  /** The write's content was pinned too long before its transaction (CONTENT_PIN_MAX_AGE_MS): send it again. */
+  CONTENT_PIN_STALE: "CONTENT_PIN_STALE",
   /** A stream (an upload) whose receiving instance stopped, or that it dropped (abandoned, expired). */
   STREAM_INTERRUPTED: "STREAM_INTERRUPTED",
 } as const;

@@ -18,13 +18,15 @@ export const CidV0 = Type.String({ pattern: "^Qm[1-9A-HJ-NP-Za-km-z]{44}$" });
  * `whitepaper` and, when given, `image`) to the node, pinned, while the body arrived; the sizes are those
  * it counted. `fileBytes` null: the body brought no whitepaper (an image alone, which a write refuses).
  * `repinnedAfter`: the gateway pinned the content again after the projects service said the release of
- * this version (and every one before it) was over (CONTENT_RELEASED, ADR 0027).
+ * this version (and every one before it) was over (CONTENT_RELEASED, ADR 0027); `pinnedAt` when it pinned.
  */
 export const ContentRef = Type.Object({
   cid: CidV0,
   fileBytes: Nullable(Type.Integer({ minimum: 1 })),
   imageBytes: Nullable(Type.Integer({ minimum: 1 })),
   repinnedAfter: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** When the gateway's add (or its second pin) completed: ms since the epoch, the gateway's clock. */
+  pinnedAt: Type.Optional(Type.Integer({ minimum: 0 })),
 });
 export type ContentRef = Static<typeof ContentRef>;
 

@@ -95,7 +95,12 @@ describe("upload bodies are read as they arrive (plugins/hex-body.ts, uploads/)"
     expect(sent).toHaveLength(1);
     const content = sent[0]?.project.content ?? null;
     const expected = await kuboDirectoryCidOf({ whitepaper: file, image });
-    expect(content).toEqual({ cid: expected.toString(), fileBytes: file.length, imageBytes: image.length });
+    expect(content).toEqual({
+      cid: expected.toString(),
+      fileBytes: file.length,
+      imageBytes: image.length,
+      pinnedAt: expect.any(Number),
+    });
     expect(await h.ipfs.hexOf(content)).toEqual({
       whitepaper: file.toString("hex"),
       image: image.toString("hex"),

@@ -65,7 +65,8 @@ export class ContentUpload implements HexBodySinks {
     if (this.refusal) throw this.refusal;
     const content = await this.add.finish();
     this.pinned = content?.cid ?? null;
-    return content;
+    // When it was pinned: the projects service refuses a pin too old for its memory of releases.
+    return content && { ...content, pinnedAt: Date.now() };
   }
 
   /** The request ended without a finished write: the add is cancelled. Never throws. */

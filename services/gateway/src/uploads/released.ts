@@ -1,5 +1,5 @@
 import { fileHashOf, type Ipfs, type Releaser, releaseAndUnpin } from "@fundraise/ipfs";
-import { type AppError, CONTENT_RELEASE_WINDOW_MS, type ContentRef, ErrorCode } from "@fundraise/protocol";
+import { type AppError, type ContentRef, ErrorCode } from "@fundraise/protocol";
 import type { FastifyBaseLogger, FastifyRequest } from "fastify";
 import { CID } from "multiformats/cid";
 
@@ -11,8 +11,12 @@ import { CID } from "multiformats/cid";
  * undone); once every release is over, it pins the content again and writes with `repinnedAfter`.
  */
 
-/** How long one request may spend on released content before the client gets the 503 to send again. */
-const RELEASED_BUDGET_MS = CONTENT_RELEASE_WINDOW_MS + 5_000;
+/**
+ * How long one request may spend on released content before the client gets the 503 to send again: a
+ * release is usually confirmed milliseconds after it was granted; one whose unpinner died keeps its bytes
+ * out of reach for its whole window (minutes), which no request waits for.
+ */
+const RELEASED_BUDGET_MS = 15_000;
 /** Asked again at least this often while waiting: a confirmed release ends the wait early. */
 const ASK_EVERY_MS = 250;
 
@@ -32,9 +36,11 @@ export function retryReleased(ipfs: Pick<Ipfs, "pin">) {
     if (error.code !== ErrorCode.CONTENT_RELEASED || !content) return null;
     request.releasedSince ??= performance.now();
     if (performance.now() - request.releasedSince > RELEASED_BUDGET_MS) return null;
-    const { version, waitMs } = error.details as Details;
-    if (waitMs > 0) {
-      await new Promise((resolve) => setTimeout(resolve, Math.min(waitMs, ASK_EVERY_MS)));
+    const { version, waitMs } = (error.details ?? {}) as Partial<Details>;
+    // Details another version of the projects service would not send: no second guess, the 503 stands.
+    if (!Number.isInteger(version) || !Number.isInteger(waitMs)) return null;
+    if ((waitMs as number) > 0) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(waitMs as number, ASK_EVERY_MS)));
       return sent;
     }
     try {
@@ -47,7 +53,7 @@ export function retryReleased(ipfs: Pick<Ipfs, "pin">) {
       );
       return null;
     }
-    const again: ContentRef = { ...content, repinnedAfter: version };
+    const again: ContentRef = { ...content, repinnedAfter: version as number, pinnedAt: Date.now() };
     return { ...sent, project: { ...sent.project, content: again } };
   };
 }

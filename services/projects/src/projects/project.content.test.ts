@@ -85,4 +85,26 @@ describe("content releases", () => {
     await expect(h.service.update(owner, update, ctx())).rejects.toMatchObject({ code: "CONTENT_RELEASED" });
     expect(h.content.dropped).toEqual([gone.fileHash]);
   });
+
+  it("a pin older than releases are remembered for is refused; a version the projects service never gave too", async () => {
+    const h = setup();
+    const owner = h.person();
+    const write = projectWrite("Stale", { file: "stale" });
+    const stale = write.content && { ...write.content, pinnedAt: Date.now() - 11 * 60_000 };
+    await expect(h.service.add(owner, { ...write, content: stale }, ctx())).rejects.toMatchObject({
+      code: "CONTENT_PIN_STALE",
+      kind: "unavailable",
+    });
+    const fresh = write.content && { ...write.content, pinnedAt: Date.now() };
+    const made = await h.service.add(owner, { ...write, content: fresh }, ctx());
+    await h.service.delete(owner, made.projectID, ctx());
+    const { released } = await h.releases.release([made.fileHash], "storage:deleted");
+    await h.releases.confirm(released);
+    const version = released[0]?.version ?? 0;
+    const ahead = write.content && { ...write.content, repinnedAfter: version + 5 };
+    await expect(h.service.add(owner, { ...write, content: ahead }, ctx())).rejects.toMatchObject({
+      code: "CONTENT_RELEASED",
+      details: { version, waitMs: 0 },
+    });
+  });
 });

@@ -1,5 +1,6 @@
 import { fileHashOf } from "@fundraise/ipfs";
 import {
+  CONTENT_PIN_MAX_AGE_MS,
   CONTENT_RELEASE_MEMORY_MS,
   CONTENT_RELEASE_WINDOW_MS,
   type ContentRef,
@@ -20,6 +21,8 @@ export interface TakenContent {
   fileBytes: number;
   imageBytes: number | null;
   repinnedAfter: number;
+  /** When the gateway pinned it (its clock), null when the caller did not say. */
+  pinnedAt: number | null;
 }
 
 /** The content with its whitepaper, or null: a body that brought an image alone. */
@@ -32,6 +35,7 @@ export function takenContent(ref: ContentRef): TakenContent | null {
     fileBytes: ref.fileBytes,
     imageBytes: ref.imageBytes,
     repinnedAfter: ref.repinnedAfter ?? 0,
+    pinnedAt: ref.pinnedAt ?? null,
   };
 }
 
@@ -40,20 +44,26 @@ export const RELEASE_LIMITS = { memoryMs: CONTENT_RELEASE_MEMORY_MS, windowMs: C
 
 /**
  * Refused while a release of the content could have unpinned it after the gateway pinned it
- * (content-release.ts: CONTENT_RELEASED, the gateway pins again and writes again).
+ * (content-release.ts: CONTENT_RELEASED, the gateway pins again and writes again): a release remembered
+ * that the gateway's second pin does not follow, or one whose unpin may still land. Refused too when the
+ * pin is older than releases are safely remembered for (a frozen gateway, a stalled call): 503, to send again.
  */
 export function refuseReleased(
   content: TakenContent,
   release: { version: number; waitMs: number } | null,
+  nowMs: number,
 ): void {
-  if (release && release.version > content.repinnedAfter) {
+  if (content.pinnedAt !== null && nowMs - content.pinnedAt > CONTENT_PIN_MAX_AGE_MS) {
+    throw ProjectErrors.pinStale(CONTENT_PIN_MAX_AGE_MS);
+  }
+  if (release && (release.version !== content.repinnedAfter || release.waitMs > 0)) {
     throw ProjectErrors.contentReleased({ fileHash: content.fileHash, ...release });
   }
 }
 
 /** `refuseReleased` on the content's releases; the caller holds `lockHash(content.fileHash)`. */
 export async function requireNotReleased(t: ProjectTx, content: TakenContent): Promise<void> {
-  refuseReleased(content, await t.releaseOf(content.fileHash, RELEASE_LIMITS));
+  refuseReleased(content, await t.releaseOf(content.fileHash, RELEASE_LIMITS), await t.nowMs());
 }
 
 /** A project takes content (checked by the caller): announced for the inventory in the same transaction. */

@@ -47,6 +47,11 @@ export const ProjectErrors = {
       "The file was being removed from storage as this write arrived; send it again.",
       { details },
     ),
+  pinStale: (maxAgeMs: number) =>
+    errors.unavailable(
+      ErrorCode.CONTENT_PIN_STALE,
+      `The file was stored more than ${maxAgeMs / 60_000} minutes before this write reached the projects service; send it again.`,
+    ),
   roleForbidden: (message: string) => errors.forbidden(ErrorCode.ROLE_FORBIDDEN, message),
   notMember: (message = "Only the project's members may do this.") =>
     errors.forbidden(ErrorCode.PROJECT_NOT_MEMBER, message),

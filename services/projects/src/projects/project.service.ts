@@ -124,7 +124,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
         checkQueueRoom(facts.awaiting, facts.awaitingBy);
         if (named) throw ProjectErrors.nameTaken();
         if (facts.fileTaken) throw ProjectErrors.fileTaken();
-        refuseReleased(content, facts.release);
+        refuseReleased(content, facts.release, facts.nowMs);
         const { fileHash, cid, imagePath } = content;
         const project = await t.insertProject(
           { name, description, markdown, fileHash, cid, imagePath, proposerAddress: caller.address },

@@ -35,6 +35,8 @@ export interface AddFacts {
   fileTaken: boolean;
   /** The content's releases (as `releaseOf` answers). */
   release: { version: number; waitMs: number } | null;
+  /** The transaction's start, in ms since the epoch (the database's clock). */
+  nowMs: number;
 }
 
 /** One transaction: changes to the rows it returns are written by `save`, and commit with its events. */
@@ -130,6 +132,8 @@ export interface ProjectTx {
     fileHash: string,
     limits: { memoryMs: number; windowMs: number },
   ): Promise<{ version: number; waitMs: number } | null>;
+  /** The transaction's start, in ms since the epoch (the database's clock). */
+  nowMs(): Promise<number>;
   /** Records a release of the content (under its lock, held by no project); answers its version. */
   release(fileHash: string, reason: string, memoryMs: number): Promise<number>;
   /** These releases' unpins are done. */
@@ -166,6 +170,7 @@ export function createProjectTx({ em: t, sql: executor }: Tx): ProjectTx {
            (select count(*) ${waiting})::int as awaiting,
            (select count(*) ${waiting} and proposer_address = $3)::int as awaiting_by,
            exists (select 1 from ${S}.project where file_hash = $4) as file_taken,
+           (extract(epoch from now()) * 1000)::float8 as now_ms,
            r.version, r.wait_ms
          from (select max(version) as version,
                  coalesce(ceil(extract(epoch from max(released_at) filter (where confirmed_at is null)
@@ -181,6 +186,7 @@ export function createProjectTx({ em: t, sql: executor }: Tx): ProjectTx {
         awaiting: Number(row.awaiting),
         awaitingBy: Number(row.awaiting_by),
         fileTaken: Boolean(row.file_taken),
+        nowMs: Number(row.now_ms),
         release:
           row.version === null || row.version === undefined
             ? null
@@ -337,13 +343,18 @@ export function createProjectTx({ em: t, sql: executor }: Tx): ProjectTx {
       if (!row || row.version === null) return null;
       return { version: Number(row.version), waitMs: Math.max(0, Number(row.wait_ms)) };
     },
+    async nowMs() {
+      const { rows } = await executor.query("select (extract(epoch from now()) * 1000)::float8 as ms");
+      return Number(rows[0]?.ms);
+    },
     async release(fileHash, reason, memoryMs) {
       // Releases older than the memory are forgotten a few at a time, as new ones come.
       const { rows } = await executor.query(
         `with forgotten as (
            delete from ${PROJECTS_SCHEMA}.content_release where version in (
              select version from ${PROJECTS_SCHEMA}.content_release
-             where released_at < now() - $1::float8 * interval '1 millisecond' limit 100))
+             where released_at < now() - $1::float8 * interval '1 millisecond' limit 100
+             for update skip locked))
          insert into ${PROJECTS_SCHEMA}.content_release (file_hash, reason) values ($2, $3) returning version`,
         [memoryMs, fileHash, reason.slice(0, 200)],
       );

@@ -101,6 +101,7 @@ export function createMemoryProjects(): MemoryProjects {
           awaitingBy: projectsOf(s).filter((p) => waiting(p) && p.proposerAddress === proposerAddress).length,
           fileTaken: fileHashTaken(s, fileHash),
           release: await t.releaseOf(fileHash, limits),
+          nowMs: Date.now(),
         };
       },
       async insertProject(row, ownerId) {
@@ -241,6 +242,7 @@ export function createMemoryProjects(): MemoryProjects {
         const open = kept.filter((r) => !r.confirmed).map((r) => r.releasedAt + windowMs - now);
         return { version: Math.max(...kept.map((r) => r.version)), waitMs: Math.max(0, ...open) };
       },
+      nowMs: async () => Date.now(),
       async release(fileHash) {
         const version = (s.releases.at(-1)?.version ?? 0) + 1;
         s.releases.push({ version, fileHash, releasedAt: Date.now(), confirmed: false });
