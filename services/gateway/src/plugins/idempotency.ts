@@ -65,8 +65,10 @@ export function createIdempotencyStore(redis: Redis, prefix: string) {
       const id = idOf(scope, raw);
       const key = `${prefix}idem:${id}`;
       const { caller: _, ...rest } = (rpcRequest ?? {}) as { caller?: unknown };
+      // What the request asks, not when this gateway stored its content (an upload's `pinnedAt`).
+      const asked = JSON.stringify(rest, (field, value) => (field === "pinnedAt" ? undefined : value));
       const fingerprint = createHash("sha256")
-        .update(`${request.method} ${request.routeOptions.url} ${JSON.stringify(rest)}`)
+        .update(`${request.method} ${request.routeOptions.url} ${asked}`)
         .digest("base64url");
       const claimed = await unlessDown(redis.set(key, JSON.stringify({ fingerprint }), "PX", CLAIM_MS, "NX"));
       if (claimed === null) {
