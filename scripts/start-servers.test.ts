@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
+import { redactUrl } from "@fundraise/bus";
 import { describe, expect, it } from "vitest";
-import { printable } from "./lib/servers.ts";
 
 // `pnpm start` with a server missing: one line per server that does not answer, naming its URL (no
 // password) and how to get it, and a non-zero exit before any service starts. Ports 1 refuse at once.
@@ -48,8 +48,8 @@ describe("pnpm start without its servers", () => {
     expect(stderr.trim().split("\n")).toEqual([expect.stringMatching(/^Redis does not answer at /)]);
   }, 30_000);
 
-  it("prints no password", () => {
-    expect(printable("amqp://guest:guest@127.0.0.1:5672")).toBe("amqp://guest:***@127.0.0.1:5672");
-    expect(printable("not a url")).toBe("(not a URL)");
+  it("prints no password (the bus's redaction, as its logs)", () => {
+    expect(redactUrl("amqp://guest:guest@127.0.0.1:5672")).toBe("amqp://guest:***@127.0.0.1:5672");
+    expect(redactUrl("not a url")).toBe("<unparseable url>");
   });
 });

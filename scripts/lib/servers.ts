@@ -1,20 +1,10 @@
 import { connect } from "node:net";
+import { redactUrl } from "@fundraise/bus";
 
 /** A server `pnpm start` needs and does not start itself. */
 interface Needed {
   name: string;
   url: string;
-}
-
-/** The URL as it may be printed: a password in it is replaced. */
-export function printable(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "(not a URL)";
-  }
 }
 
 const DEFAULT_PORTS: Record<string, number> = {
@@ -64,6 +54,6 @@ export async function missingServers(
     .filter((_, i) => !answers[i])
     .map(
       ({ name, url }) =>
-        `${name} does not answer at ${printable(url)}: start it (\`bash scripts/infra-up.sh\` where this machine has the servers, \`docker compose up -d postgres redis rabbitmq\` where Docker is), or point the URL at one.`,
+        `${name} does not answer at ${redactUrl(url)}: start it (\`bash scripts/infra-up.sh\` where this machine has the servers, \`docker compose up -d postgres redis rabbitmq\` where Docker is), or point the URL at one.`,
     );
 }
