@@ -57,7 +57,7 @@ describe("sign-up and sign-in with a wallet", () => {
       unique_name: username,
       role: "Base",
       address: wallet.address,
-      // The wallet address, as behaviour.md §2 and the first implementation have it (not the surname).
+      // The wallet address, as rules.md §2.13 and the first backend have it (not the surname).
       family_name: wallet.address,
     });
     const me = await api("GET", "/user/get", { token });
@@ -181,7 +181,7 @@ describe("attacks are refused", () => {
       body: { address: wallet.address, signedMessage: await other.signMessage(`LOGIN: ${nonce}`) },
     });
     expect(res.status).toBe(401);
-    // The same answer as for a replayed nonce or an unknown address: it does not say which (behaviour.md §2).
+    // The same answer as for a replayed nonce or an unknown address: it does not say which (rules.md §2.11).
     expect(res.body).toEqual(SIGN_IN_REFUSED);
   });
 
@@ -257,7 +257,7 @@ describe("attacks are refused", () => {
       10_000,
       "the demotion to reach the gateway",
     );
-    // The current role decides at once (behaviour.md §2): signed in, not allowed. Only a deletion or an
+    // The current role decides at once (rules.md §2.14): signed in, not allowed. Only a deletion or an
     // admin's role change revokes older tokens; this one still signs the user in, as Base.
     expect(last?.status).toBe(403);
     expect(last?.body).toEqual({ data: null, success: false, message: "This needs the role Admin." });
@@ -280,7 +280,7 @@ async function from(ip: string, method: string, path: string, body?: unknown) {
   return { status: res.status, body: (await res.json()) as { data: unknown; message: string | null } };
 }
 
-describe("nobody can lock a user out, nobody can take a sign-up over (behaviour.md §7)", () => {
+describe("nobody can lock a user out, nobody can take a sign-up over (rules.md §7.2, §7.3)", () => {
   it("another client's failed logins and nonces for the address leave the owner's sign-in working", async () => {
     const { wallet } = await signedUpUser();
     const attacker = "198.51.100.7";

@@ -70,7 +70,7 @@ describe("authorization matrix", () => {
       row(401, 200, 200, 200, 200, 200),
     ],
     [
-      // Blacklist is read-only (behaviour.md §8): its profile too.
+      // Blacklist is read-only (rules.md §8.1): its profile too.
       "PUT /user/update",
       async () => each((t) => call("PUT", "/user/update", t, { surname: "Updated" })),
       row(401, 200, 403, 200, 200, 200),
@@ -260,7 +260,7 @@ async function adminSetsRoleThenSignIn(
   return token;
 }
 
-describe("which role wins, and revocation that survives Redis (behaviour.md §7)", () => {
+describe("which role wins, and revocation that survives Redis (rules.md §7.1, §7.9)", () => {
   it("an admin's demotion survives the next sign-in; a later chain change wins over it", async () => {
     const user = await newUser("Base");
     await adminSetsRoleThenSignIn(user, "Blacklist");

@@ -31,7 +31,7 @@ import {
 } from "./races-kit.ts";
 import { type SharedSystem, sharedSystem } from "./shared.ts";
 
-// "No orphaned projects" (behaviour.md §3, §8): a user's deletion racing that same user's Add, invite or
+// "No orphaned projects" (rules.md §3.3, §8.3): a user's deletion racing that same user's Add, invite or
 // invitation reply (or an owner inviting that user) never leaves a project without its accepted Owner, nor a
 // membership, invitation or rating of a deleted user: one of the two requests loses cleanly (409, 401 or
 // 404), never 5xx. Each round: a fresh user, the two requests through different gateway replicas, sent at
@@ -199,7 +199,7 @@ const scopeOf = (users: User[], projectIds: number[]): OrphanScope => ({
   addresses: users.map((u) => u.wallet.address),
 });
 
-describe("a user's deletion racing that user's own requests, or a request about them (behaviour.md §8)", () => {
+describe("a user's deletion racing that user's own requests, or a request about them (rules.md §8.3)", () => {
   it(`DELETE /user/delete racing the same user's POST /Project/Add: Add 201 and delete 409, or delete 200 and Add 401/404/409 (${ROUNDS} rounds)`, async () => {
     const start = performance.now();
     const users = await signedInUsers(() => sys, ROUNDS, { concurrency: 24 });

@@ -88,7 +88,7 @@ describe("user endpoints", () => {
         "This username is already taken.",
       ],
       ["PUT", "/user/update", "[1,2", 400, "The request body is not valid JSON."],
-      // behaviour.md §7: path ids are plain decimal integers; each of these once meant the other user.
+      // rules.md §7.4: path ids are plain decimal integers; each of these once meant the other user.
       ["DELETE", "/user/deleteuser/abc", undefined, 400, plainId],
       ["DELETE", `/user/deleteuser/${id}e0`, undefined, 400, plainId],
       ["DELETE", `/user/deleteuser/0x${id.toString(16)}`, undefined, 400, plainId],

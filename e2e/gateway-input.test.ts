@@ -17,7 +17,7 @@ import {
 } from "./projects-kit.ts";
 import { type SharedSystem, sharedSystem } from "./shared.ts";
 
-// Input the gateway once refused or coerced, on the running system (behaviour.md §8): long markdown in
+// Input the gateway once refused or coerced, on the running system (rules.md §8): long markdown in
 // UpdateMarkDown's path, GetProjects with n ≤ 0, ids in JSON bodies, and clients that go away mid-request.
 let sys: SharedSystem;
 const client = createClient(() => sys);

@@ -3,7 +3,7 @@ import { createClient } from "./client.ts";
 import { createPeople, hexOf, newContent, type ProjectDto, type User } from "./projects-kit.ts";
 import { type SharedSystem, sharedSystem } from "./shared.ts";
 
-// Retrying a write is safe (behaviour.md §8): an Add retried with its Idempotency-Key, on another gateway
+// Retrying a write is safe (rules.md §8.13): an Add retried with its Idempotency-Key, on another gateway
 // replica, answers the first answer again and leaves one project.
 let sys: SharedSystem;
 const client = createClient(() => sys);

@@ -26,11 +26,11 @@ import {
 } from "./projects-kit.ts";
 import { type SharedSystem, sharedSystem } from "./shared.ts";
 
-// behaviour.md §8's decisions about projects, other than the authorization matrix's cells
+// rules.md §8's decisions about projects, other than the authorization matrix's cells
 // (projects-authorization.test.ts): a new file is a new proposal, a fair review queue, no self-review,
 // co-owners' e-mails, 404 before 403 on writes, and what a Blacklist user may still do. Each answer is
 // checked whole: the status, the envelope, and the fields that matter. The web client's exact requests
-// (first-implementation.md §11) are sent where it makes them: PascalCase keys, PUT /User/Invite/, POST
+// are sent where it makes them: PascalCase keys, PUT /User/Invite/, POST
 // /User/InvitationReply, trailing slashes. Every user is new to this file (fresh proposers), and what the
 // file proposed is deleted at the end (as an Admin), so the shared review queue stays small.
 let sys: SharedSystem;
@@ -154,7 +154,7 @@ const everywhere = (value: boolean) => ({
   "/Project/GetProjects/10": value,
 });
 
-describe("a new file is a new proposal (behaviour.md §8)", () => {
+describe("a new file is a new proposal (rules.md §8.4)", () => {
   let proposer: User;
   beforeAll(async () => {
     proposer = await newUser("Base");
@@ -321,7 +321,7 @@ describe("a new file is a new proposal (behaviour.md §8)", () => {
   }, 120_000);
 });
 
-describe("a fair review queue: 5 waiting projects per proposer (behaviour.md §8)", () => {
+describe("a fair review queue: 5 waiting projects per proposer (rules.md §8.8)", () => {
   let proposer: User;
   let other: User;
   beforeAll(async () => {
@@ -374,7 +374,7 @@ describe("a fair review queue: 5 waiting projects per proposer (behaviour.md §8
   });
 });
 
-describe("no self-review (behaviour.md §8)", () => {
+describe("no self-review (rules.md §8.9)", () => {
   let viewerProposer: User;
   let adminProposer: User;
   let owner: User;
@@ -442,7 +442,7 @@ describe("no self-review (behaviour.md §8)", () => {
   });
 });
 
-describe("co-owners' e-mails (behaviour.md §8)", () => {
+describe("co-owners' e-mails (rules.md §8.10)", () => {
   it("getcoowners gives mailAddress to an Admin for every row, to others only on their own row", async () => {
     const [owner, coOwner, editor] = await Promise.all([newUser("Base"), newUser("Base"), newUser("Base")]);
     const { project } = await propose(owner, "co-owners");
@@ -479,7 +479,7 @@ describe("co-owners' e-mails (behaviour.md §8)", () => {
   });
 });
 
-describe("404 before 403 on writes (behaviour.md §8)", () => {
+describe("404 before 403 on writes (rules.md §8.11)", () => {
   let owner: User;
   /** Pending and not viewer-accepted; viewer-accepted but Pending; Approved but not viewer-accepted. */
   const hidden: Record<string, ProjectDto> = {};
@@ -592,7 +592,7 @@ describe("404 before 403 on writes (behaviour.md §8)", () => {
   });
 });
 
-describe("Blacklist is read-only (behaviour.md §8): what a demoted member may and may not do", () => {
+describe("Blacklist is read-only (rules.md §8.1): what a demoted member may and may not do", () => {
   let owner: User;
   let member: User;
   let joined: ProjectDto;

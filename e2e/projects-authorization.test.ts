@@ -16,9 +16,9 @@ import {
 import { type SharedSystem, sharedSystem } from "./shared.ts";
 
 // Every project route and membership route × every kind of caller, on the running system. Each row is
-// written from behaviour.md (§4 for projects, §3 for memberships, §8 for what it decides since: Blacklist
+// written from rules.md (§4 for projects, §3 for memberships, §8 for what it decides since: Blacklist
 // is read-only, 404 before 403, no self-review); where the running system answers otherwise, the cell is
-// listed in DEPARTURES with the reason, so the table stays behaviour.md's.
+// listed in DEPARTURES with the reason, so the table stays rules.md's.
 // Roles come from the chain (registry status / admin role, read at login). "member" is an accepted Editor
 // of the project and "owner" its Owner, both Base users; the other callers of the first eight have no
 // permission on it. The last two are Blacklist callers who belong to a project:
@@ -155,7 +155,7 @@ async function approved(project: ProjectDto): Promise<ProjectDto> {
   return { ...project, status: "Approved" };
 }
 
-/** The role claim of a token (clients read it too, behaviour.md §2). */
+/** The role claim of a token (clients read it too, rules.md §2.13). */
 const roleInToken = (token: string) =>
   (JSON.parse(Buffer.from(token.split(".")[1] as string, "base64url").toString()) as { role: string }).role;
 
@@ -319,8 +319,8 @@ async function eachFresh(
 }
 
 /**
- * Where the running system answers otherwise than behaviour.md: the cells it answers, and why. A cell
- * listed here that starts to answer behaviour.md's status fails the test, so the list stays true.
+ * Where the running system answers otherwise than rules.md: the cells it answers, and why. A cell
+ * listed here that starts to answer rules.md's status fails the test, so the list stays true.
  */
 const DEPARTURES: Record<string, { cells: Partial<Row>; why: string }> = {
   // None: "sync now" (ChangeStatus, CreateAuction, StartAuction) reads the index or the chain, and §8
@@ -676,14 +676,14 @@ const cases: [string, () => Promise<Row>, Row][] = [
   ],
 ];
 
-describe("authorization matrix: project and membership routes (behaviour.md §4, §3, §8)", () => {
+describe("authorization matrix: project and membership routes (rules.md §4, §3, §8)", () => {
   it.each(cases)("%s", async (name, run, table) => {
     const departure = DEPARTURES[name];
     const expected = { ...table, ...departure?.cells };
     scoped = [];
     try {
       const actual = await run();
-      expect(actual, departure ? `departs from behaviour.md: ${departure.why}` : "").toEqual(expected);
+      expect(actual, departure ? `departs from rules.md: ${departure.why}` : "").toEqual(expected);
     } finally {
       const made = scoped;
       scoped = null;
@@ -692,7 +692,7 @@ describe("authorization matrix: project and membership routes (behaviour.md §4,
   });
 });
 
-describe("visibility in the lists (behaviour.md §4)", () => {
+describe("visibility in the lists (rules.md §4.2)", () => {
   it("Get/All, GetByStatus and GetProjects show each caller what it may see, Bearer undefined included", async () => {
     const fixtures = [pending, reviewed, approvedAndReviewed, approvedUnreviewed];
     const teams = fixtures.map((f) => f.team.projectID);

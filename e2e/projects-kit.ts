@@ -67,7 +67,7 @@ export function createPeople(sys: () => SharedSystem, client: Client) {
   return { newUser };
 }
 
-/** The keys of a ProjectDTO as the gateway writes them (behaviour.md §1, §4). */
+/** The keys of a ProjectDTO as the gateway writes them (rules.md §1.2, §4.1). */
 export const PROJECT_DTO_KEYS = [
   "auctionStatus",
   "date",
@@ -105,7 +105,7 @@ export interface ProjectDto {
   fileHex?: string;
 }
 
-/** The envelope of behaviour.md §1 with this status: exactly three keys; a failure has a message. */
+/** The envelope of rules.md §1.1 with this status: exactly three keys; a failure has a message. */
 export function expectEnvelope(res: Answer, status: number, what = ""): void {
   expect(res.status, `${what} ${JSON.stringify(res.body)}`).toBe(status);
   expect(Object.keys(res.body).sort()).toEqual(["data", "message", "success"]);

@@ -127,7 +127,7 @@ export function describeOrphans(o: Orphans, n = 10): string {
 export const brief = (res: Answer | undefined) =>
   res === undefined ? "-" : `${res.status}${res.status >= 300 ? ` ${JSON.stringify(res.body.message)}` : ""}`;
 
-/** The envelope of behaviour.md §1, whatever the status: exactly three keys, success matching it. */
+/** The envelope of rules.md §1.1, whatever the status: exactly three keys, success matching it. */
 export function isEnvelope(res: Answer): boolean {
   const body = res.body as unknown;
   if (typeof body !== "object" || body === null) return false;
@@ -148,7 +148,7 @@ export function openDatabase(sys: SharedSystem): pg.Pool {
   return new pg.Pool({ connectionString: sys.databaseUrl, max: 1 });
 }
 
-/** What behaviour.md §8 ("no orphaned projects") forbids, among the given projects and users. */
+/** What rules.md §8.3 ("no orphaned projects") forbids, among the given projects and users. */
 export interface Orphans {
   /** Projects without exactly one accepted Owner permission (count of accepted Owners given). */
   withoutOwner: { projectId: number; acceptedOwners: number }[];

@@ -6,7 +6,7 @@ import { freePort } from "../scripts/lib/processes.ts";
 import { createClient } from "./client.ts";
 import { type System, startSystem } from "./system.ts";
 
-// A client may retry any write after a lost answer (behaviour.md §8): the reply path of an Add is cut at
+// A client may retry any write after a lost answer (rules.md §8.13, §8.14): the reply path of an Add is cut at
 // a moment that moves through the request, in a loop, and the retry on another replica must leave one
 // project and answer it; an invitation's reply is lost once the service kept its answer, and the retry
 // with its key gets that answer. Replica A reaches the broker through a TCP relay this test cuts (every

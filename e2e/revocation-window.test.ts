@@ -13,7 +13,7 @@ import {
 } from "./races-kit.ts";
 import { type SharedSystem, sharedSystem } from "./shared.ts";
 
-// "At once" (behaviour.md §2, §3, §8): once an admin's role change or an account deletion has answered,
+// "At once" (rules.md §2.14, §3.3, §8.2): once an admin's role change or an account deletion has answered,
 // every request that starts afterwards, on ANY gateway replica, is judged by the new state; a token issued
 // after the change is never revoked by it. On the shared system, which runs two gateway replicas (A and
 // B): the change goes through A, the next request through A or B. Every round has a client (an IP) of its

@@ -1,12 +1,9 @@
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import ts from "typescript";
 import { describe, expect, it } from "vitest";
-import { buildTarget, buildTargets, missingDependencies } from "./build.ts";
+import { buildTargets, missingDependencies } from "./build.ts";
 
 // `pnpm build`'s own rules; that every service starts from its output is e2e/built.test.ts, what the image
-// holds is image.test.ts.
-const root = join(import.meta.dirname, "..");
+// holds is image.int.test.ts; the bundles themselves (esbuild over every target) are build.int.test.ts.
 
 describe("pnpm build", () => {
   it("names a package a bundle imports that its package does not list", () => {
@@ -40,31 +37,4 @@ describe("pnpm build", () => {
       "@fastify/type-provider-typebox (imports an inlined package)",
     ]);
   });
-
-  it("bundles workspace modules that run nothing at import (the build marks them free of side effects)", async () => {
-    const offenders: string[] = [];
-    for (const target of buildTargets()) {
-      const { inputs, missing } = await buildTarget(target);
-      expect(missing, target.dir).toEqual([]);
-      for (const input of inputs.filter(
-        (file) => file.startsWith("packages/") && file !== join(target.dir, target.entry),
-      )) {
-        const source = ts.createSourceFile(
-          input,
-          readFileSync(join(root, input), "utf8"),
-          ts.ScriptTarget.Latest,
-        );
-        for (const statement of source.statements) {
-          if (
-            ts.isExpressionStatement(statement) ||
-            ts.isForStatement(statement) ||
-            ts.isIfStatement(statement)
-          ) {
-            offenders.push(`${input}: ${statement.getText(source).slice(0, 60)}`);
-          }
-        }
-      }
-    }
-    expect([...new Set(offenders)]).toEqual([]);
-  }, 60_000);
 });

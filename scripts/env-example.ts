@@ -21,7 +21,7 @@ interface Variable {
 }
 
 /**
- * Variables of services that have not landed yet (architecture.md, "Running it"). Shown commented out;
+ * Variables of services that have not landed yet. Shown commented out;
  * each leaves this list by itself once a service schema declares it.
  */
 const PLANNED: { name: string; example: string; description: string; readBy: string[] }[] = [

@@ -1,5 +1,5 @@
 /**
- * `pnpm start`: the whole system on one machine with local defaults (architecture.md, "Running it").
+ * `pnpm start`: the whole system on one machine with local defaults (README, "Two commands").
  * Creates the database when missing; starts a local chain (anvil) and a local Kubo-RPC stand-in
  * (packages/ipfs-node, data in .local/ipfs) when CHAIN_RPC_URL or IPFS_API_URL is unset or a loopback URL
  * where nothing answers, so a copied .env.example gives the same system as no .env; starts every service as

@@ -1,8 +1,8 @@
-import { spawnSync } from "node:child_process";
-import { join } from "node:path";
 import { stripVTControlCharacters } from "node:util";
 import { describe, expect, it } from "vitest";
 import { chooseLogFormat, createLineFormatter } from "./log-format.ts";
+
+// That pnpm start refuses a bad LOG_FORMAT: start-servers.int.test.ts (it starts the command).
 
 // Lines as the services write them (service-kit's createLogger): level label, ISO time, `service`.
 const listening =
@@ -75,20 +75,4 @@ describe("createLineFormatter", () => {
     const format = createLineFormatter({ format: "json", service: "users", colorize: true });
     for (const line of [listening, failed, "not json"]) expect(format(line)).toBe(line);
   });
-});
-
-describe("pnpm start with a bad LOG_FORMAT", () => {
-  it("stops before starting anything, saying why", () => {
-    const root = join(import.meta.dirname, "..", "..");
-    const run = spawnSync(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
-      cwd: root,
-      env: { ...process.env, LOG_FORMAT: "xml" },
-      encoding: "utf8",
-      timeout: 30_000,
-    });
-    expect(run.status).toBe(1);
-    expect(run.stderr).toMatch(/LOG_FORMAT must be json or pretty/);
-    expect(run.stdout).toBe("");
-    // tsx starting one process: 1–3 s on a quiet machine, over 5 s (the default) on a loaded one.
-  }, 40_000);
 });

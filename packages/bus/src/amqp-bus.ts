@@ -48,7 +48,10 @@ export interface AmqpBusOptions {
   defaultTimeoutMs?: number;
   /** How long publish() and serve()/subscribe() wait for a lost broker to come back (default 10 s). */
   publishTimeoutMs?: number;
-  /** How long createAmqpBus waits for the first connection (default 30 s). */
+  /**
+   * How long createAmqpBus waits for the first connection (default 30 s; `Infinity`: as long as it takes,
+   * what a service does). Meanwhile one line per burst of attempts says what it waits for.
+   */
   connectTimeoutMs?: number;
   /** How long close() waits for running handlers (default 10 s). */
   closeTimeoutMs?: number;

@@ -2,6 +2,7 @@ import { type AppError, ErrorCode, errors } from "@fundraise/protocol";
 import amqp, { type ChannelModel } from "amqplib";
 import type { Logger } from "pino";
 import { backoffWithJitter } from "./retry.ts";
+import { createWaitingLog, outageReason, redactUrl, type WaitingLog } from "./waiting.ts";
 
 export type ConnectionState = "connecting" | "connected" | "disconnected" | "closed";
 
@@ -33,16 +34,7 @@ export function withHeartbeat(url: string): string {
   }
 }
 
-/** The URL without its password, for logs. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "<unparseable url>";
-  }
-}
+export { redactUrl };
 
 /** What every part of the bus throws when it cannot reach the broker, or once the bus is closed. */
 export function brokerUnavailable(message = "The message broker is not reachable."): AppError {
@@ -52,7 +44,7 @@ export function brokerUnavailable(message = "The message broker is not reachable
 interface Waiter {
   resolve: (connection: ChannelModel) => void;
   reject: (error: Error) => void;
-  timer: NodeJS.Timeout;
+  timer: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -69,10 +61,13 @@ export class ConnectionManager {
   private waiters = new Set<Waiter>();
   private sleepTimer: NodeJS.Timeout | undefined;
   private wakeSleep: (() => void) | undefined;
+  /** While the broker does not answer: one line per burst of attempts, not one per attempt. */
+  private readonly waiting: WaitingLog;
 
   constructor(private readonly options: ConnectionManagerOptions) {
     this.log = options.logger;
     this.url = withHeartbeat(options.url);
+    this.waiting = createWaitingLog({ log: this.log, what: "the message broker", url: options.url });
   }
 
   get state(): ConnectionState {
@@ -88,27 +83,33 @@ export class ConnectionManager {
     return this.currentGeneration;
   }
 
-  /** Starts connecting; resolves once connected, or rejects after `timeoutMs` (the loop keeps trying). */
+  /**
+   * Starts connecting; resolves once connected, or rejects after `timeoutMs` (the loop keeps trying).
+   * `Infinity`: waits as long as it takes.
+   */
   async start(timeoutMs: number): Promise<void> {
     this.ensureLoop();
     await this.waitConnected(timeoutMs);
   }
 
-  /** The live connection, waiting for a reconnect up to `timeoutMs`; `unavailable` after that. */
+  /**
+   * The live connection, waiting for a reconnect up to `timeoutMs` (`Infinity`: no limit); `unavailable`
+   * after that.
+   */
   waitConnected(timeoutMs: number): Promise<ChannelModel> {
     const live = this.connection;
     if (live) return Promise.resolve(live);
     if (this.stateValue === "closed") return Promise.reject(brokerUnavailable("The message bus is closed."));
     if (timeoutMs <= 0) return Promise.reject(brokerUnavailable());
     return new Promise((resolve, reject) => {
-      const waiter: Waiter = {
-        resolve,
-        reject,
-        timer: setTimeout(() => {
+      const waiter: Waiter = { resolve, reject, timer: undefined };
+      // setTimeout takes at most 2^31-1 ms (longer fires at once): no timer at all for no limit.
+      if (timeoutMs <= 2_147_483_647) {
+        waiter.timer = setTimeout(() => {
           this.waiters.delete(waiter);
           reject(brokerUnavailable());
-        }, timeoutMs),
-      };
+        }, timeoutMs);
+      }
       this.waiters.add(waiter);
     });
   }
@@ -159,8 +160,9 @@ export class ConnectionManager {
           noDelay: true,
         });
         const candidate = connection;
+        // amqplib follows an 'error' with 'close' (below), which logs the loss once.
         candidate.on("error", (error: Error) => {
-          this.log.warn({ err: error }, "broker connection error");
+          this.log.debug({ err: error }, "broker connection error");
         });
         candidate.on("close", (error?: Error) => {
           if (this.current === candidate) this.lost(candidate, error);
@@ -180,7 +182,9 @@ export class ConnectionManager {
         this.current = candidate;
         this.currentGeneration = generation;
         this.stateValue = "connected";
-        this.log.info({ url: redactUrl(this.options.url), attempt }, "connected to the message broker");
+        // After failed attempts: "connected to the message broker again after N failed attempts, X s".
+        if (!this.waiting.connected())
+          this.log.info({ url: redactUrl(this.options.url) }, "connected to the message broker");
         for (const waiter of this.waiters) {
           clearTimeout(waiter.timer);
           waiter.resolve(candidate);
@@ -193,10 +197,7 @@ export class ConnectionManager {
         this.stateValue = "disconnected";
         const delay = backoffWithJitter(attempt, 100, this.options.maxBackoffMs ?? 5000);
         attempt++;
-        this.log.warn(
-          { err: error, attempt, retryInMs: delay, url: redactUrl(this.options.url) },
-          "cannot connect to the message broker",
-        );
+        this.waiting.failed(error);
         await this.sleep(delay);
       }
     }
@@ -207,7 +208,12 @@ export class ConnectionManager {
     this.current = undefined;
     if (this.stateValue === "closed") return;
     this.stateValue = "disconnected";
-    this.log.warn({ err: error }, "lost the broker connection; reconnecting");
+    // The broker's own words (a restart, a forced close, a missed heartbeat) say enough; a stack would not.
+    const reason = error ? (outageReason(error) ?? error.message) : "closed by the broker";
+    this.log.warn(
+      { url: redactUrl(this.options.url), reason },
+      `lost the message broker connection (${reason}); reconnecting`,
+    );
     try {
       this.options.onLost(error);
     } finally {

@@ -46,6 +46,7 @@ export {
 } from "./journal-hook.ts";
 export { type BusMetrics, outcomeOf, type QueueStat } from "./metrics.ts";
 export {
+  backoffWithJitter,
   DEFAULT_RETRY_POLICY,
   decideFailure,
   type FailureDecision,
@@ -76,3 +77,9 @@ export {
   rpcClientSpan,
   rpcServerSpan,
 } from "./trace-context.ts";
+export {
+  createWaitingLog,
+  outageReason,
+  type WaitingLog,
+  type WaitingLogOptions,
+} from "./waiting.ts";

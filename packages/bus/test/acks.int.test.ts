@@ -51,7 +51,8 @@ describe("batched acknowledgements of RPC requests", () => {
     await slow;
     await waitFor(
       async () => (await vhost.queueCounts(queue)).unacknowledged === 0,
-      5_000,
+      // Each look is a rabbitmqctl call: a second, several on a busy machine.
+      30_000,
       "no unacknowledged request",
     );
   });
@@ -66,7 +67,8 @@ describe("batched acknowledgements of RPC requests", () => {
     }
     await waitFor(
       async () => (await vhost.queueCounts(queue)).unacknowledged === 0,
-      5_000,
+      // Each look is a rabbitmqctl call: a second, several on a busy machine.
+      30_000,
       "no unacknowledged request",
     );
   });

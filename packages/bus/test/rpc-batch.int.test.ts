@@ -135,9 +135,10 @@ describe("batched RPC over the broker", () => {
   it("fails every call of a batch nobody serves at once, as unavailable", async () => {
     const began = Date.now();
     const outcomes = await Promise.allSettled(
-      Array.from({ length: 5 }, () => client.call(Nobody, {}, { timeoutMs: 5000 })),
+      Array.from({ length: 5 }, () => client.call(Nobody, {}, { timeoutMs: 20_000 })),
     );
-    expect(Date.now() - began).toBeLessThan(2000);
+    // At once, not after the calls' 20 s: half of it tells them apart on a slow machine too.
+    expect(Date.now() - began).toBeLessThan(10_000);
     for (const outcome of outcomes) {
       expect(outcome).toMatchObject({
         status: "rejected",

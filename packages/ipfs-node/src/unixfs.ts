@@ -6,7 +6,7 @@ import { CID } from "multiformats/cid";
 import * as Digest from "multiformats/hashes/digest";
 
 /**
- * Kubo's default `ipfs add` (infra-facts.md §3): CIDv0, dag-pb, size-262144 chunks, balanced layout with
+ * Kubo's default `ipfs add` (rules.md §4.5, ADR 0022): CIDv0, dag-pb, size-262144 chunks, balanced layout with
  * 174 links per node, no raw leaves. Helia and the importer default to CIDv1, raw leaves and 1 MiB chunks,
  * so every import here passes these explicitly.
  */

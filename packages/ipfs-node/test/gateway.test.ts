@@ -102,9 +102,10 @@ describe("the gateway of the Kubo-RPC stand-in (not Kubo)", () => {
   it("a well-formed CID the node does not have: 404 at once, never a wait", async () => {
     const absent = await kuboCidOf(pseudoRandom(`never added ${Date.now()}`, 100));
     const started = performance.now();
-    const res = await get(`/ipfs/${absent}`, { signal: AbortSignal.timeout(1000) });
+    // Kubo would look for it on the network, for minutes: seconds tell "at once" apart on a slow machine too.
+    const res = await get(`/ipfs/${absent}`, { signal: AbortSignal.timeout(10_000) });
     expect(res.status).toBe(404);
-    expect(performance.now() - started).toBeLessThan(1000);
+    expect(performance.now() - started).toBeLessThan(5_000);
     expect((await get(`/ipfs/${absent}/whitepaper`)).status).toBe(404);
   });
 

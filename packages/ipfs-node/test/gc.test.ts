@@ -92,7 +92,8 @@ describe("garbage collection on the Kubo-RPC stand-in (not Kubo)", () => {
     expect(await storedBlocks()).toBe(0);
     const started = Date.now();
     await expect(readAll(ipfs.cat(added.cid))).rejects.toThrow(/not found/);
-    expect(Date.now() - started).toBeLessThan(1000);
+    // Not a wait for the network (Kubo's, for minutes): seconds tell them apart on a slow machine too.
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it("a block shared by a pinned and an unpinned add survives; the unpinned add's own blocks go", async () => {

@@ -1,8 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { FsBlockstore } from "blockstore-fs";
 import { create, type KuboRPCClient } from "kubo-rpc-client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   type IpfsNode,
   kuboCidOf,
@@ -72,7 +73,8 @@ describe("kubo-rpc-client against the Kubo-RPC stand-in (not Kubo)", () => {
     expect(added.cid.toString()).toBe((await kuboCidOf(bytes)).toString());
     const started = Date.now();
     await expect(readAll(ipfs.cat(added.cid))).rejects.toThrow(/not found/);
-    expect(Date.now() - started).toBeLessThan(1000);
+    // Not a wait for the network (Kubo's, for minutes): seconds tell them apart on a slow machine too.
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it("a whitepaper and an image as one directory, exactly as `ipfs add -w` would", async () => {
@@ -118,12 +120,20 @@ describe("kubo-rpc-client against the Kubo-RPC stand-in (not Kubo)", () => {
       }
       return root;
     };
-    const started = performance.now();
-    const roots = await Promise.all(Array.from({ length: 6 }, add));
-    const ms = performance.now() - started;
+    // Two writers of one block file made the second retry its rename ten times, 100 ms apart (0.9 s per
+    // shared block). Counted, not timed: every block file is written by one writer, however slow the machine.
+    const writes = vi.spyOn(FsBlockstore.prototype, "put");
+    let roots: string[];
+    let written: string[];
+    try {
+      roots = await Promise.all(Array.from({ length: 6 }, add));
+      written = writes.mock.calls.map(([cid]) => Buffer.from(cid.multihash.bytes).toString("hex"));
+    } finally {
+      writes.mockRestore();
+    }
     expect(new Set(roots)).toEqual(new Set([(await kuboDirectoryCidOf({ whitepaper })).toString()]));
-    // Two writers of one block file made the second retry its rename ten times, 100 ms apart (≥ 900 ms).
-    expect(ms).toBeLessThan(800);
+    expect(written.length).toBeGreaterThan(0);
+    expect(written.length).toBe(new Set(written).size);
     expect((await readAll(ipfs.cat(`/ipfs/${roots[0]}/whitepaper`))).equals(Buffer.from(whitepaper))).toBe(
       true,
     );

@@ -7,7 +7,7 @@ import { cidOfDigestHex, digestHexOf, kuboCidOf, kuboDirectoryCidOf } from "../s
 import { pseudoRandom } from "./vectors.ts";
 
 /**
- * CID parity without any node: the golden vectors of infra-facts.md §3 (Kubo-attested where marked), as
+ * CID parity without any node: golden vectors (Kubo-attested where marked), as
  * Kubo's default `ipfs add` gives them.
  */
 const MiB = 1_048_576;

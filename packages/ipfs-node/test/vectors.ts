@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 
-/** infra-facts.md §3's generator: concat of sha512(name ‖ i as big-endian u64), truncated to `length`. */
+/** The golden vectors' content generator: concat of sha512(name ‖ i as big-endian u64), truncated to `length`. */
 export function pseudoRandom(name: string, length: number): Uint8Array {
   const out = new Uint8Array(length);
   for (let i = 0, offset = 0; offset < length; i++, offset += 64) {

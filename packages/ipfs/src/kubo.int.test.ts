@@ -23,7 +23,8 @@ describe("the Kubo RPC client's failures as the platform's errors", () => {
       "timeout",
       StorageErrorCode.IPFS_TIMEOUT,
     );
-    expect(performance.now() - started).toBeLessThan(2000);
+    // Two 300 ms deadlines, against a node that never answers (no deadline: a hang until the test's limit).
+    expect(performance.now() - started).toBeLessThan(10_000);
   });
 
   it("nothing listening: 503", async () => {

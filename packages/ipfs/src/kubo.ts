@@ -5,7 +5,7 @@ import type { IpfsSettings } from "./config.ts";
 import { ContentErrors } from "./errors.ts";
 
 /**
- * Kubo's default `ipfs add`, passed explicitly on every add (architecture.md, "Storage and IPFS"): a node
+ * Kubo's default `ipfs add`, passed explicitly on every add (rules.md §4.5, ADR 0022): a node
  * with other `Import.*` settings still gives the CIDs the chain and the original system know. The pin is
  * the caller's choice (`addDirectory`'s `pin`: the gateway pins what it adds, ADR 0027).
  */

@@ -449,7 +449,8 @@ describe("dlq redrive after a crash (kill -9)", () => {
         const counts = await vhost.queueCounts(sub.queue);
         return counts.ready === 0 && counts.unacknowledged === 0;
       },
-      10_000,
+      // Each look is a rabbitmqctl call: a second, several on a busy machine.
+      30_000,
       "the original queue drained",
     );
     expect([...sub.seen.keys()].sort()).toEqual([...ids].sort());

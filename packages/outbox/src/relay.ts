@@ -1,4 +1,4 @@
-import { type Bus, decodeBody } from "@fundraise/bus";
+import { type Bus, createWaitingLog, decodeBody, outageReason } from "@fundraise/bus";
 import type { EventDescriptor } from "@fundraise/protocol";
 import pino, { type Logger } from "pino";
 import Type from "typebox";
@@ -62,6 +62,10 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   let listener: SqlClient | undefined;
   let lastCleanup = 0;
   let listenEnabled = options.listen ?? true;
+  // While the database or the broker is away, a pass fails every interval: one line per burst of failures
+  // (with the stack only when the failure is not an outage), one when the relay gets through again.
+  const waitingForDatabase = createWaitingLog({ log, what: "the database" });
+  const waitingForBroker = createWaitingLog({ log, what: "the message broker" });
 
   /** One transaction: claims up to batchSize rows, publishes them, marks them. */
   async function publishBatch(): Promise<{ published: number; more: boolean }> {
@@ -89,10 +93,13 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         } catch (error) {
           // Stop at the first failure: what follows stays pending, so the order is kept.
           failed = error;
-          log.warn(
-            { err: error, event: row.event_name, messageId: row.id },
-            "outbox row not published; will retry",
-          );
+          if (outageReason(error) !== undefined)
+            waitingForBroker.failed(error, { event: row.event_name, messageId: row.id });
+          else
+            log.warn(
+              { err: error, event: row.event_name, messageId: row.id },
+              "outbox row not published; will retry",
+            );
           break;
         }
       }
@@ -104,6 +111,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         await client.query(sql, [done]);
       }
       await client.query("COMMIT");
+      if (failed === undefined && rows.length > 0) waitingForBroker.connected();
       const published = done.length;
       if (published > 0) log.debug({ published }, "outbox rows published");
       return { published, more: failed === undefined && rows.length === batchSize };
@@ -184,7 +192,11 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       own.on("error", (error: Error) => {
         if (listener === own) {
           listener = undefined;
-          log.warn({ err: error }, "outbox LISTEN connection failed; polling until it is back");
+          const reason = outageReason(error);
+          log.warn(
+            reason === undefined ? { err: error } : { reason },
+            "outbox LISTEN connection failed; polling until it is back",
+          );
         }
         releaseOwn(error);
       });
@@ -192,7 +204,8 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       listener = own;
       releaseListener = releaseOwn;
     } catch (error) {
-      log.warn({ err: error }, "outbox LISTEN unavailable; polling");
+      // The database away: the pass that follows fails too, and says so (one line per burst).
+      if (outageReason(error) === undefined) log.warn({ err: error }, "outbox LISTEN unavailable; polling");
       release?.(error instanceof Error ? error : true);
     }
   }
@@ -207,8 +220,10 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     try {
       await ensureListener();
       await runOnce();
+      waitingForDatabase.connected();
     } catch (error) {
-      log.warn({ err: error }, "outbox pass failed; will retry");
+      if (outageReason(error) !== undefined) waitingForDatabase.failed(error);
+      else log.warn({ err: error }, "outbox pass failed; will retry");
     }
     // Ticks overlap (a notification wakes one while another waits on the same pass): the last to end
     // keeps the one timer, else every notification would leave a polling loop of its own behind.

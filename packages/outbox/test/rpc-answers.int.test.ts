@@ -45,10 +45,11 @@ describe("rpc answers", () => {
 
   it("forgets an answer past its time: not found, replaced by the next one kept, pruned", async () => {
     await db.pool.query("DELETE FROM users.rpc_answer");
-    const answers = answersOf(200);
+    // Kept 1 s: what is kept afresh below must still be there when it is read back, on a slow machine too.
+    const answers = answersOf(1_000);
     await answers.keep("u1:old", "f1", { data: 1, success: true, message: null });
     await answers.keep("u1:gone", "f1", { data: 2, success: true, message: null });
-    await sleep(300);
+    await sleep(1_100);
     expect(await answers.find("u1:old")).toBeNull();
     await answers.keep("u1:old", "f2", { data: 3, success: true, message: null });
     expect(await answers.find("u1:old")).toEqual({
@@ -77,12 +78,13 @@ describe("rpc answers", () => {
   });
 
   it("frees a key its run released (a failure), and one whose run never ended once the claim lapsed", async () => {
-    const answers = answersOf(undefined, 300);
+    // A claim lapses after 1 s: the four statements before the wait must fall within it, on a slow machine too.
+    const answers = answersOf(undefined, 1_000);
     expect(await answers.claim("u3:b", "f1")).toEqual({ kind: "claimed" });
     await answers.release("u3:b");
     expect(await answers.claim("u3:b", "f1")).toEqual({ kind: "claimed" });
     expect(await answers.claim("u3:b", "f1")).toEqual({ kind: "held", fingerprint: "f1" });
-    await sleep(400);
+    await sleep(1_100);
     // The run that held it crashed: the next copy claims it, and its answer is the one kept.
     expect(await answers.claim("u3:b", "f1")).toEqual({ kind: "claimed" });
     await answers.keep("u3:b", "f1", ok("second"));

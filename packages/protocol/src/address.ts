@@ -2,7 +2,7 @@ import { getAddress } from "ethers/address";
 import Type from "typebox";
 
 /**
- * The platform's one rule for EVM addresses (behaviour.md §2: compared case-insensitively, stored and
+ * The platform's one rule for EVM addresses (rules.md §2.1: compared case-insensitively, stored and
  * returned EIP-55):
  * - `0x` and 40 hex digits;
  * - all lower-case or all upper-case digits carry no checksum: accepted and checksummed;

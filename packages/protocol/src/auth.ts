@@ -71,7 +71,7 @@ export const AuthRpc = {
   /**
    * Asked by the users service before an admin's role change or an account's deletion answers: the session
    * holds the change when this answers, so every request that starts afterwards, on any gateway, is judged
-   * by it (behaviour.md §8). Idempotent and ordered by the account version.
+   * by it (rules.md §8.2). Idempotent and ordered by the account version.
    */
   applySession: defineRpc("auth.session.apply", {
     request: SessionChange,

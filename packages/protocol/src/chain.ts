@@ -105,7 +105,7 @@ export const ChainOrigin = Type.Object({
   logIndex: Type.Integer(),
   blockNumber: Type.Integer(),
   blockHash: Bytes32Hex,
-  /** The block's time (epoch seconds): dates the fact against an admin's change (behaviour.md §7). */
+  /** The block's time (epoch seconds): dates the fact against an admin's change (rules.md §7.1). */
   blockTimestamp: Type.Optional(Type.Integer({ minimum: 0 })),
 });
 

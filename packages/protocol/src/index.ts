@@ -10,6 +10,7 @@ export * from "./errors.ts";
 export * from "./message.ts";
 export * from "./personal.ts";
 export * from "./projects.ts";
+export * from "./roles.ts";
 export * from "./sessions.ts";
 export * from "./storage.ts";
 export * from "./text.ts";

@@ -122,7 +122,7 @@ export const PROJECT_CHANGES = [
 export const ProjectChange = Type.Enum(PROJECT_CHANGES);
 export type ProjectChange = (typeof PROJECT_CHANGES)[number];
 
-/** What decides who sees a project (behaviour.md §4; visibility.ts): its state and its permission rows. */
+/** What decides who sees a project (rules.md §4.2; visibility.ts): its state and its permission rows. */
 export const ProjectAudience = Type.Object({
   viewerAccepted: Type.Boolean(),
   status: ProjectStatus,
@@ -138,7 +138,7 @@ export const InvitationChange = Type.Enum(INVITATION_CHANGES);
 
 /**
  * Add's answer: the project, and `existing` when the same proposer's identical Add (name and content)
- * had already created it in the last 10 minutes (behaviour.md §8: its first answer was lost).
+ * had already created it in the last 10 minutes (rules.md §8.14: its first answer was lost).
  */
 export const AddedProject = Type.Object({
   ...ProjectDto.properties,

@@ -68,6 +68,15 @@ export function parseSessionHash(fields: Record<string, string>): SessionState |
 }
 
 /**
+ * The role a token's caller acts with: the session's role replaces the token's claim (a demotion acts at
+ * once), and the claim stands only while the session names no role the platform knows. Every reader of a
+ * session asks here: the gateway's requests and its event streams.
+ */
+export function roleInSession(state: SessionState, claimed: UserRole): UserRole {
+  return state.role !== null && (USER_ROLES as readonly string[]).includes(state.role) ? state.role : claimed;
+}
+
+/**
  * Whether a token issued at account version `tokenVersion` (its `sv` claim; 0 for a token without one)
  * still speaks for the account: refused once the account is deleted or an admin's change revoked it.
  */

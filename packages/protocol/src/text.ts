@@ -1,5 +1,5 @@
 /**
- * What people type into the platform: names, usernames, e-mail addresses (behaviour.md §2, and §7 "Names
+ * What people type into the platform: names, usernames, e-mail addresses (rules.md §2.7, and §7.8 "Names
  * are printable"). One definition, used by the auth service (sign-up input) and the users service (sign-up
  * and profile updates), so both refuse exactly the same values.
  */

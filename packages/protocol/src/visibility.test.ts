@@ -15,7 +15,7 @@ const states = [
   { viewerAccepted: false, status: "Approved" },
 ];
 
-describe("visibility (behaviour.md §4)", () => {
+describe("visibility (rules.md §4.2)", () => {
   it.each([
     ["Admin", [true, true, true, true]],
     ["Viewer", [true, true, true, true]],

@@ -1,7 +1,8 @@
 import type { Caller } from "./common.ts";
+import { isReviewer } from "./roles.ts";
 
 /**
- * Who sees which project (behaviour.md §4), stated once for every reader: Admin and Viewer every project;
+ * Who sees which project (rules.md §4.2), stated once for every reader: Admin and Viewer every project;
  * everyone else the projects they belong to (a permission row, accepted or invited) plus the open ones:
  * viewer-accepted, and Approved too unless the caller is Whitelist (anonymous callers included). The
  * projects service's single reads, lists (its repository turns `open` and `memberId` into a query) and
@@ -24,7 +25,7 @@ export interface VisibilityFields {
 }
 
 export function scopeOf(caller: Caller | null): Scope {
-  if (caller && (caller.role === "Admin" || caller.role === "Viewer")) return { all: true };
+  if (caller && isReviewer(caller.role)) return { all: true };
   const open =
     caller?.role === "Whitelist" ? { viewerAccepted: true } : { viewerAccepted: true, status: "Approved" };
   return { all: false, open, memberId: caller?.userId ?? null };

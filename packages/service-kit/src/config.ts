@@ -4,7 +4,7 @@ import { Compile } from "typebox/compile";
 import Value from "typebox/value";
 
 /**
- * Environment fragments, one name per thing across every service (architecture.md, "Running it"), each
+ * Environment fragments, one name per thing across every service (`.env.example` lists them), each
  * with the config section it becomes (`…Section` below). A service's config.ts composes the fragments it
  * needs plus its own variables, calls `loadEnv` once and adds only its own sections.
  */

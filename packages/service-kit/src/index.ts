@@ -1,4 +1,5 @@
 export * from "./config.ts";
+export * from "./database-wait.ts";
 export * from "./db-errors.ts";
 export * from "./handle-once.ts";
 export * from "./health-server.ts";
@@ -12,3 +13,4 @@ export * from "./shutdown.ts";
 export * from "./sql.ts";
 export * from "./sql-pool.ts";
 export { UNTRACED_PATHS } from "./telemetry-env.ts";
+export * from "./waiting.ts";

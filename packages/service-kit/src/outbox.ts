@@ -1,4 +1,4 @@
-import type { Bus } from "@fundraise/bus";
+import { type Bus, outageReason } from "@fundraise/bus";
 import { createOutboxRelay, type OutboxRelay, pruneProcessedMessages } from "@fundraise/outbox";
 import pg from "pg";
 import type { Logger } from "./logger.ts";
@@ -31,7 +31,9 @@ export function startOutbox(deps: {
   const pool = new pg.Pool({ connectionString: deps.url, max: 2 });
   guardPoolClients(pool, (err) => {
     processMetrics().dbError("connection");
-    deps.log.warn({ err }, "outbox relay connection failed");
+    // The database away: the relay's next pass fails and says so, once per burst (relay.ts).
+    if (outageReason(err) === undefined) deps.log.warn({ err }, "outbox relay connection failed");
+    else deps.log.debug({ err }, "outbox relay connection failed");
   });
   const relay = createOutboxRelay({ pool, bus: deps.bus, schema: deps.schema, logger: deps.log });
   const pruning = setInterval(() => {

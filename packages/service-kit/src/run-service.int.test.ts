@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { type AmqpBus, createAmqpBus } from "@fundraise/bus";
-import { createTestVhost, type TestVhost, waitFor } from "@fundraise/bus/testing";
+import { createTcpGate, createTestVhost, type TestVhost, waitFor } from "@fundraise/bus/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "./logger.ts";
 import { createProcessMetrics, type ProcessMetrics } from "./metrics.ts";
@@ -116,13 +116,73 @@ describe("runService", () => {
     expect(steps(output())).toEqual(["app"]);
   }, 60_000);
 
-  it("a service that cannot start logs why and exits 1", async () => {
+  it("waits for a broker that does not answer: /readyz 503, one line per burst, no stack or password; then serves", async () => {
+    // The broker behind a gate: shut, nothing listens on its port (connections refused), as when RabbitMQ is
+    // not running; opened, the same process connects and serves, without a restart.
+    const broker = new URL(vhost.url);
+    const gate = await createTcpGate({ host: broker.hostname, port: Number(broker.port || 5672) });
+    broker.port = String(gate.port);
+    const port = await freePort();
+    const { child, output } = startFixture({
+      AMQP_URL: broker.toString(),
+      HEALTH_PORT: String(port),
+      FIXTURE_LOG_LEVEL: "info",
+    });
+    const lines = () =>
+      output()
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const waitingLines = () => lines().filter((l) => /waiting for the message broker/.test(String(l.msg)));
+    try {
+      await waitFor(() => waitingLines().length >= 2, 30_000, "two waiting lines");
+      const readiness = await fetch(`http://127.0.0.1:${port}/readyz`);
+      expect(readiness.status).toBe(503);
+      expect(await readiness.json()).toEqual({ ready: false, reason: "waiting for the message broker" });
+      // Seconds of refused attempts: a line at the first, one after 1 s (then 5 s, 30 s), not one per attempt.
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      const waiting = waitingLines();
+      expect(waiting.length).toBeLessThanOrEqual(3);
+      expect(Number(waiting.at(-1)?.attempts)).toBeGreaterThan(waiting.length);
+      expect(waiting[0]?.msg).toMatch(
+        /^waiting for the message broker at amqp:\/\/guest:\*\*\*@127\.0\.0\.1:\d+\/.* — connection refused; retrying$/,
+      );
+      expect(lines().filter((l) => l.level === "fatal" || l.level === "error")).toEqual([]);
+      expect(child.exitCode).toBeNull();
+
+      await gate.open();
+      await waitFor(() => steps(output()).includes("ready"), 30_000, "the fixture service");
+      await waitFor(
+        async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200,
+        10_000,
+        "ready",
+      );
+      const connected = lines().filter((l) => String(l.msg).startsWith("connected to the message broker"));
+      expect(connected.map((l) => l.msg)).toEqual([
+        expect.stringMatching(/^connected to the message broker again after \d+ failed attempts?, [\d.]+ s$/),
+      ]);
+      expect(output()).not.toContain('"stack"');
+      expect(output()).not.toContain("guest:guest@");
+    } finally {
+      const exited = new Promise((resolve) => child.on("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+      await gate.shut();
+    }
+  }, 90_000);
+
+  it("with a limit on the wait (connectTimeoutMs), a service that cannot reach the broker logs why and exits 1", async () => {
     let output = "";
     const child = spawn(
       process.execPath,
       ["--import", "tsx", join(import.meta.dirname, "test", "run-service-fixture.ts")],
       {
-        env: { ...process.env, AMQP_URL: "amqp://guest:guest@127.0.0.1:1/none" },
+        env: {
+          ...process.env,
+          AMQP_URL: "amqp://guest:guest@127.0.0.1:1/none",
+          CONNECT_TIMEOUT_MS: "2000",
+          FIXTURE_LOG_LEVEL: "info",
+        },
         stdio: ["ignore", "pipe", "pipe"],
       },
     );
@@ -130,6 +190,7 @@ describe("runService", () => {
     const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
     expect(code).toBe(1);
     expect(steps(output)).toEqual([]);
+    expect(output).toMatch(/"level":"fatal".*"msg":"fixture failed to start"/);
   }, 60_000);
 });
 

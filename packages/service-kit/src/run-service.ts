@@ -6,6 +6,7 @@ import { createLogger, type Logger } from "./logger.ts";
 import { processMetrics } from "./metrics.ts";
 import type { ServiceOutbox } from "./outbox.ts";
 import { type Closers, createShutdown, exitOnSignals, type Shutdown } from "./shutdown.ts";
+import { waitingFor } from "./waiting.ts";
 
 /** What `runService` needs of a service's config (every config.ts has these). */
 export interface ServiceConfig {
@@ -15,6 +16,10 @@ export interface ServiceConfig {
     journal: boolean;
     journalMaxAge?: string;
     journalKey?: string;
+    /**
+     * How long the start waits for the broker before it gives up (exit 1). Absent: as long as it takes; the
+     * process says so once per burst of attempts and its readiness probe answers 503 meanwhile.
+     */
     connectTimeoutMs?: number;
   };
   log: { level: string };
@@ -61,7 +66,10 @@ export interface AppDeps<C, B extends Bus = Bus> {
  * 4. close the bus;
  * 5. close the app's own resources (database, Redis, timers: what it registered with `shutdown.add`);
  * 6. the health endpoints.
- * Each step is bounded by the shutdown's grace period. A service that fails to start closes its bus and what
+ * Each step is bounded by the shutdown's grace period. A server that does not answer yet (the broker here,
+ * the database in `openServiceDatabase`) is waited for, as long as it takes, with one log line per burst of
+ * attempts and `/readyz` at 503: a service that exited instead would be restarted into the same wait, and
+ * print a fatal error each time. A service that fails to start for any other reason closes its bus and what
  * its app had opened, logs why and exits 1; one that started tells a parent process with an IPC channel
  * `{ type: "ready", service }`.
  */
@@ -112,9 +120,7 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
       // transaction too), never an unexpected 500.
       translateError: (error) => translateDbError(error),
       metrics: metrics.bus,
-      ...(config.amqp.connectTimeoutMs === undefined
-        ? {}
-        : { connectTimeoutMs: config.amqp.connectTimeoutMs }),
+      connectTimeoutMs: config.amqp.connectTimeoutMs ?? Number.POSITIVE_INFINITY,
     });
     const started = bus;
     const startedApp = await spec.start({ config, log, bus: started, shutdown });
@@ -129,6 +135,8 @@ export async function runService<C extends ServiceConfig>(spec: ServiceSpec<C>):
     // A parent that started this process with an IPC channel (`pnpm start`) learns that it serves now.
     process.send?.({ type: "ready", service: spec.name });
   } catch (err) {
+    // Stopped (SIGTERM) while it waited for a server: exitOnSignals ends the process after the shutdown.
+    if (shutdown.signal.aborted) return;
     log.fatal({ err }, `${spec.name} failed to start`);
     await bus?.close().catch(() => undefined);
     await shutdown.run("failed to start");
@@ -142,7 +150,15 @@ function readinessOf(
   shutdown: Shutdown,
 ): { ready: boolean; detail?: Record<string, unknown> } {
   if (shutdown.signal.aborted) return { ready: false, detail: { reason: "shutting down" } };
-  if (!app) return { ready: false, detail: { reason: "starting" } };
+  // createAmqpBus returns once connected: until then the start waits for the broker.
+  if (!bus) return { ready: false, detail: { reason: "waiting for the message broker" } };
+  if (!app) {
+    const waits = waitingFor();
+    return {
+      ready: false,
+      detail: { reason: "starting", ...(waits.length > 0 ? { waitingFor: waits } : {}) },
+    };
+  }
   if (!bus?.isConnected()) return { ready: false, detail: { reason: "message broker unreachable" } };
   return app.readiness?.() ?? { ready: true };
 }

@@ -1,5 +1,6 @@
 import type { Bus } from "@fundraise/bus";
 import type { SqlPool } from "@fundraise/outbox";
+import { waitForDatabase } from "./database-wait.ts";
 import type { Logger } from "./logger.ts";
 import { outboxBacklogSql } from "./metrics.ts";
 import { createOrm, type Orm, type OrmSetup } from "./orm.ts";
@@ -17,12 +18,16 @@ export interface ServiceDatabase {
 
 /**
  * Opens what every service with a database opens the same way: createOrm, startOutbox, a SqlPool. Closed at
- * shutdown: the outbox first (its last pass publishes what is committed), then the pool and the ORM.
+ * shutdown: the outbox first (its last pass publishes what is committed), then the pool and the ORM. A
+ * database that does not answer yet is waited for (`waitForDatabase`), until the shutdown.
  */
 export async function openServiceDatabase(
   setup: OrmSetup & { bus: Pick<Bus, "publish">; shutdown: Closers },
 ): Promise<ServiceDatabase> {
   const { bus, shutdown, ...ormSetup } = setup;
+  const stopWaiting = new AbortController();
+  shutdown.add("database wait", () => stopWaiting.abort("shutting down"));
+  await waitForDatabase(setup.url, { log: setup.log, signal: stopWaiting.signal });
   const orm = await createOrm(ormSetup);
   const outbox = startOutbox({ url: setup.url, schema: setup.schema, bus, log: setup.log });
   const pool = createSqlPool(setup.url);

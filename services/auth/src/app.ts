@@ -1,7 +1,13 @@
 import { checkChainId, createChainClient, loadDeployment } from "@fundraise/contracts";
 import { createRpcAnswers } from "@fundraise/outbox";
 import { UsersRpc } from "@fundraise/protocol";
-import { type AppDeps, openAppDatabase, processMetrics, type ServiceApp } from "@fundraise/service-kit";
+import {
+  type AppDeps,
+  openAppDatabase,
+  processMetrics,
+  type ServiceApp,
+  watchRedis,
+} from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import { createChainReader } from "./chain/chain.ts";
 import type { AuthConfig } from "./config.ts";
@@ -56,7 +62,8 @@ export async function startAuthApp(deps: AppDeps<AuthConfig>): Promise<AuthApp> 
     connectTimeout: 5_000,
     enableAutoPipelining: true,
   });
-  redis.on("error", (err) => log.warn({ err }, "redis error"));
+  // One line per burst of failed attempts while Redis is away, not one per attempt.
+  watchRedis(redis, { log, url: config.redis.url });
   processMetrics().observeRedis(redis);
   shutdown.add("redis", async () => {
     await redis.quit().catch(() => redis.disconnect());

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { loadConfig } from "./config.ts";
 
 describe("loadConfig", () => {
-  it("applies the defaults of behaviour.md §2", () => {
+  it("applies the defaults of rules.md §2", () => {
     const config = loadConfig({}, "/srv/app");
     expect(config.jwt).toEqual({ issuer: "fundraise-auth", audience: "fundraise", ttlSeconds: 7200 });
     expect(config.signIn).toMatchObject({
@@ -17,13 +17,13 @@ describe("loadConfig", () => {
     expect(config.publicBaseUrl).toBe("http://localhost:8080");
     expect(config.chain.deploymentFile).toBe("/srv/app/.local/chain/deployment.json");
     expect(config.signIn.noncesPerAddress).toBe(10);
-    // Per client IP and per IP + address, never per address alone (behaviour.md §7).
+    // Per client IP and per IP + address, never per address alone (rules.md §7.3).
     expect(config.rateLimits).toEqual({
       noncePerIpPerMinute: 60,
       noncePerIpAddressPerMinute: 10,
       loginFailuresPerIpPerMinute: 30,
       loginFailuresPerIpAddressPerMinute: 10,
-      // A campus signs up from behind one NAT (behaviour.md "A campus signs up from one address", ADR 0010).
+      // A campus signs up from behind one NAT (rules.md §9.4, ADR 0010).
       registerPerIpPerHour: 600,
       registerPerIpAddressPerHour: 5,
     });

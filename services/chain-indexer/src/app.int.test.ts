@@ -212,7 +212,7 @@ describe("reads", () => {
     });
   });
 
-  it("answers the evaluation logs in behaviour.md §5's format and the evaluation of a hash", async () => {
+  it("answers the evaluation logs in rules.md §5.2's format and the evaluation of a hash", async () => {
     const { logs, indexedBlock } = await h.client.call(ChainRpc.evaluationLogs, {});
     expect(indexedBlock).toBeGreaterThanOrEqual(logs[0]!.log.blockNumber);
     expect(logs.map((l) => l.event)).toEqual([{ projectHash: approved, isApproved: true }]);

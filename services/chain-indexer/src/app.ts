@@ -5,6 +5,7 @@ import {
   openAppDatabase,
   processMetrics,
   type ServiceApp,
+  watchRedis,
 } from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import pg from "pg";
@@ -46,7 +47,8 @@ export async function startChainIndexerApp(deps: AppDeps<ChainIndexerConfig>): P
     enableOfflineQueue: false,
     enableAutoPipelining: true,
   });
-  redis.on("error", (err) => log.debug({ err }, "redis connection error"));
+  // One line per burst of failed attempts while Redis is away (reads skip the cache meanwhile).
+  watchRedis(redis, { log, url: config.redis.url });
   processMetrics().observeRedis(redis);
   shutdown.add("redis", () => redis.disconnect());
   const hotKeys = createHotKeys({

@@ -180,7 +180,7 @@ describe("bad input never reaches a service and never gives a 500", () => {
 });
 
 describe("event-debug answers", () => {
-  it("keep behaviour.md §5's shapes and say how far the chain is indexed in X-Indexed-Block", async () => {
+  it("keep rules.md §5.2's shapes and say how far the chain is indexed in X-Indexed-Block", async () => {
     const log = {
       event: { user: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4" },
       log: {

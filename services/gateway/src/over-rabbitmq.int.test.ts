@@ -63,7 +63,8 @@ describe("the gateway over RabbitMQ", () => {
       success: false,
       message: "The chain service is not available.",
     });
-    expect(Date.now() - started).toBeLessThan(2000);
+    // The status tells it from the 1 s deadline's 504; this only says it did not wait for anything else.
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it("answers 504 when the service does not answer within the deadline", async () => {
@@ -78,10 +79,11 @@ describe("the gateway over RabbitMQ", () => {
     try {
       await vhost.dropConnections("test: connection loss");
       await waitFor(() => !gatewayBus.isConnected(), 10_000, "the gateway to see the loss");
-      // behaviour.md §1: a dependency (the broker) is unavailable → 503 with the envelope, at once.
+      // rules.md §1.7: a dependency (the broker) is unavailable → 503 with the envelope, at once.
       const started = Date.now();
       const during = await get("/user/learnusercount");
-      expect(Date.now() - started).toBeLessThan(1000);
+      // At once, not after the bus's 10 s wait for the broker: half of it tells them apart on a slow machine.
+      expect(Date.now() - started).toBeLessThan(5_000);
       expect(during.statusCode).toBe(503);
       expect(during.headers["x-error-code"]).toBe("BROKER_UNAVAILABLE");
       expect(during.json()).toEqual({
@@ -89,7 +91,7 @@ describe("the gateway over RabbitMQ", () => {
         success: false,
         message: "The message broker is not reachable.",
       });
-      // Readiness says so too, without details (behaviour.md §7).
+      // Readiness says so too, without details (rules.md §7.7).
       const ready = await get("/readyz");
       expect(ready.statusCode).toBe(503);
       expect(ready.json()).toEqual({ data: null, success: false, message: "not ready" });

@@ -1,6 +1,12 @@
 import { checkIpfs, createKuboIpfs, type Ipfs } from "@fundraise/ipfs";
 import { isAppError } from "@fundraise/protocol";
-import { type AppDeps, type Logger, processMetrics, type ServiceApp } from "@fundraise/service-kit";
+import {
+  type AppDeps,
+  type Logger,
+  processMetrics,
+  type ServiceApp,
+  watchRedis,
+} from "@fundraise/service-kit";
 import { Redis } from "ioredis";
 import { buildGateway } from "./app.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -31,10 +37,12 @@ export async function startGateway(deps: AppDeps<GatewayConfig>): Promise<Servic
     // The session reads of concurrent requests go out in one write per event-loop turn.
     enableAutoPipelining: true,
   });
-  redis.on("error", (err) => log.warn({ err }, "redis connection error"));
+  // One line per burst of failed attempts while Redis is away, not one per attempt.
+  watchRedis(redis, { log, url: config.redis.url });
   processMetrics().observeRedis(redis);
   shutdown.add("redis", () => redis.disconnect());
-  await redis.connect().catch((err: unknown) => log.warn({ err }, "redis not reachable yet; retrying"));
+  // Not reachable yet: ioredis keeps trying in the background (watchRedis says so, once per burst).
+  await redis.connect().catch(() => undefined);
   const ipfs = createKuboIpfs(config.ipfs);
   // The process's registry: the gateway's HTTP histogram beside what every service reports (bus, errors).
   const metrics = createMetrics(processMetrics().registry);

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { outageReason } from "@fundraise/bus";
 import { createRpcAnswers } from "@fundraise/outbox";
 import { ChainRpc, UsersRpc } from "@fundraise/protocol";
 import { type AppDeps, openAppDatabase, type ServiceApp } from "@fundraise/service-kit";
@@ -59,7 +60,9 @@ export async function startProjectsApp(deps: AppDeps<ProjectsConfig>): Promise<S
   const sweeping = setInterval(() => {
     const requestId = `fence-sweep-${randomUUID()}`;
     fences.sweep({ requestId, log: log.child({ requestId }) }).catch((err: unknown) => {
-      log.warn({ err }, "fence sweep failed; it runs again");
+      // The database or the broker away: its reason says enough (a stack only for the unexpected).
+      const reason = outageReason(err);
+      log.warn(reason === undefined ? { err } : { reason }, "fence sweep failed; it runs again");
     });
   }, config.fence.sweepEveryMs);
   sweeping.unref();

@@ -1,11 +1,10 @@
-import type { TraceContext } from "@fundraise/bus";
-import { checkIpfs, createKuboIpfs, type Releaser } from "@fundraise/ipfs";
-import { ProjectsRpc } from "@fundraise/protocol";
+import { checkIpfs, createKuboIpfs } from "@fundraise/ipfs";
 import { type AppDeps, type Logger, openServiceDatabase, type ServiceApp } from "@fundraise/service-kit";
 import type { StorageConfig } from "./config.ts";
 import { createContentService } from "./content/content.service.ts";
 import { Pin } from "./content/pin.entity.ts";
 import { createPinRepository, STORAGE_SCHEMA } from "./content/pin.repository.ts";
+import { projectsOverBus } from "./content/projects-side.ts";
 import { createReconciler, type ReconcileRound, type Reconciler } from "./content/reconcile.ts";
 import { migrations } from "./db/migrations/index.ts";
 import { subscribeStorage } from "./subscribers/index.ts";
@@ -79,13 +78,8 @@ export async function startStorageApp(
     shutdown,
   });
   const pins = createPinRepository(() => orm.em.fork(), { url: config.db.url, log });
-  // The projects service's side of every unpin (ADR 0027), on behalf of the message or round at hand.
-  const releaser = (ctx: TraceContext): Releaser => ({
-    release: (fileHashes, reason) => bus.call(ProjectsRpc.releaseContent, { fileHashes, reason }, ctx),
-    async confirm(releases) {
-      await bus.call(ProjectsRpc.confirmRelease, { releases }, ctx);
-    },
-  });
+  // The projects service's side of every unpin (ADR 0027) and of the sweep's question.
+  const { releaser, heldContent } = projectsOverBus(bus);
   const clock = deps.clock ?? Date.now;
   const content = createContentService({
     ipfs,
@@ -99,7 +93,7 @@ export async function startStorageApp(
     createReconciler({
       pins,
       content,
-      heldContent: (fileHashes, ctx) => bus.call(ProjectsRpc.heldContent, { fileHashes }, ctx),
+      heldContent,
       node: ipfs,
       graceMs: config.reconcile.graceMs,
       sweepUnrecorded: config.reconcile.sweepUnrecorded,

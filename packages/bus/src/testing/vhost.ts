@@ -21,6 +21,11 @@ export interface TestVhost {
   allowAccess(): Promise<void>;
   /** Messages of a queue waiting for a consumer and delivered but not acknowledged (`rabbitmqctl list_queues`). */
   queueCounts(queue: string): Promise<{ ready: number; unacknowledged: number }>;
+  /**
+   * The same for every queue of the vhost, from one `rabbitmqctl list_queues` (a second or more on a busy
+   * machine): a message moving between queues is not missed between two calls.
+   */
+  allQueueCounts(): Promise<Map<string, { ready: number; unacknowledged: number }>>;
   /** Deletes the vhost and everything in it. */
   dispose(): Promise<void>;
 }
@@ -35,6 +40,22 @@ export async function createTestVhost(prefix = "bus_test"): Promise<TestVhost> {
   await rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
   const base = new URL(process.env.AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672");
   base.pathname = `/${encodeURIComponent(vhost)}`;
+  const allQueueCounts = async () => {
+    const out = await rabbitmqctl(
+      "list_queues",
+      "-p",
+      vhost,
+      "--no-table-headers",
+      "name",
+      "messages_ready",
+      "messages_unacknowledged",
+    );
+    const counts = new Map<string, { ready: number; unacknowledged: number }>();
+    for (const [name, ready, unacknowledged] of out.split("\n").map((line) => line.trim().split(/\s+/))) {
+      if (name) counts.set(name, { ready: Number(ready), unacknowledged: Number(unacknowledged) });
+    }
+    return counts;
+  };
   return {
     url: base.toString(),
     vhost,
@@ -47,22 +68,11 @@ export async function createTestVhost(prefix = "bus_test"): Promise<TestVhost> {
     async allowAccess() {
       await rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
     },
+    allQueueCounts,
     async queueCounts(queue) {
-      const out = await rabbitmqctl(
-        "list_queues",
-        "-p",
-        vhost,
-        "--no-table-headers",
-        "name",
-        "messages_ready",
-        "messages_unacknowledged",
-      );
-      const row = out
-        .split("\n")
-        .map((line) => line.trim().split(/\s+/))
-        .find(([name]) => name === queue);
-      if (!row) throw new Error(`no queue ${queue} in ${vhost}`);
-      return { ready: Number(row[1]), unacknowledged: Number(row[2]) };
+      const counts = (await allQueueCounts()).get(queue);
+      if (!counts) throw new Error(`no queue ${queue} in ${vhost}`);
+      return counts;
     },
     async dispose() {
       await rabbitmqctl("delete_vhost", vhost);

@@ -1,7 +1,8 @@
 /**
  * A service run by `runService`, for run-service.int.test.ts: it serves one RPC whose handler takes a while,
  * and writes each shutdown step to stdout as it happens. AMQP_URL comes from the test; FAIL_START makes the
- * start fail after the app registered its resource; REDIS_URL gives it a Redis client (metrics count its errors).
+ * start fail after the app registered its resource; REDIS_URL gives it a Redis client (metrics count its errors);
+ * FIXTURE_LOG_LEVEL turns its JSON log lines on (stdout); CONNECT_TIMEOUT_MS bounds its wait for the broker.
  */
 import { Redis } from "ioredis";
 import { processMetrics } from "../metrics.ts";
@@ -16,8 +17,13 @@ const step = (name: string) => {
 await runService({
   name: "fixture",
   loadConfig: () => ({
-    amqp: { url: process.env.AMQP_URL as string, prefetch: 4, journal: false, connectTimeoutMs: 2_000 },
-    log: { level: "silent" },
+    amqp: {
+      url: process.env.AMQP_URL as string,
+      prefetch: 4,
+      journal: false,
+      ...(process.env.CONNECT_TIMEOUT_MS ? { connectTimeoutMs: Number(process.env.CONNECT_TIMEOUT_MS) } : {}),
+    },
+    log: { level: process.env.FIXTURE_LOG_LEVEL ?? "silent" },
     health: { port: Number(process.env.HEALTH_PORT ?? 0), host: "127.0.0.1" },
   }),
   async start({ bus, shutdown }) {

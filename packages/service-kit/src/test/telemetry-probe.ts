@@ -1,5 +1,5 @@
 /**
- * A process as a service starts it, with the tracing preload (telemetry.test.ts): one log line and one
+ * A process as a service starts it, with the tracing preload (telemetry.int.test.ts): one log line and one
  * span made through the bus's hook, then the exit a service makes (the telemetry step exports what is
  * buffered). Its last line says what the preload did.
  */

@@ -14,7 +14,7 @@ import { EIP1271_MAGIC_VALUE } from "../signatures/signature.ts";
 /** What sign-in reads from the chain: the platform role of an address, and contract-wallet signatures. */
 export interface ChainReader extends ContractWalletChecker {
   readonly chainId: number;
-  /** Admin if the address holds the registry's admin role, else from its user status (behaviour.md §5). */
+  /** Admin if the address holds the registry's admin role, else from its user status (rules.md §5.3). */
   roleOf(address: string): Promise<ChainRole>;
 }
 

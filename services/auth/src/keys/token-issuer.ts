@@ -6,7 +6,7 @@ import { type KeyStore, SIGNING_ALGORITHM } from "./key-store.ts";
 
 export interface TokenIssuer {
   /**
-   * A signed access token for the account, with the claims of behaviour.md §2 and `sv`, the account
+   * A signed access token for the account, with the claims of rules.md §2.13 and `sv`, the account
    * version it was issued at (an admin's change at a later version revokes it; protocol sessions.ts).
    */
   issue(account: Static<typeof UserAccount>): Promise<{ token: string; issuedAt: number; expiresAt: number }>;
@@ -37,7 +37,7 @@ export function createTokenIssuer(deps: {
         nameid: String(account.id),
         unique_name: account.username,
         role: account.role,
-        // The wallet address, as behaviour.md §2 and the first implementation have it (not the surname).
+        // The wallet address, as rules.md §2.13 and the first backend have it (not the surname).
         family_name: account.address,
         address: account.address,
         sub: String(account.id),

@@ -171,7 +171,7 @@ describe("register and verify", () => {
     expect(claims).toMatchObject({
       sub: id,
       unique_name: fields.username,
-      // The wallet address, as behaviour.md §2 and the first implementation have it (not the surname).
+      // The wallet address, as rules.md §2.13 and the first backend have it (not the surname).
       family_name: wallet.address,
       role: "Base",
     });
@@ -228,7 +228,7 @@ describe("register and verify", () => {
     try {
       const answer = await register(wallet, fields);
       first = answer.id;
-      // The answer says so (behaviour.md §2), in the envelope's message.
+      // The answer says so (rules.md §2.9), in the envelope's message.
       expect(answer.note).toBe(MAIL_NOT_SENT_MESSAGE);
     } finally {
       h.smtp.refuse = false;
@@ -293,7 +293,7 @@ describe("register and verify", () => {
       [{ username: "ab" }, "username"],
       [{ name: "   " }, "name"],
       [{ surname: null }, "surname"],
-      // Names are printable (behaviour.md §7): bidi overrides and isolates, zero-width characters, line
+      // Names are printable (rules.md §7.8): bidi overrides and isolates, zero-width characters, line
       // separators and other control or format characters are refused; invisible-only is missing.
       [{ name: "\u200B" }, "name"],
       [{ name: "\u200B\u200C\u200D\u2060\uFEFF" }, "name"],
@@ -362,7 +362,7 @@ describe("register and verify", () => {
   });
 });
 
-describe("a replayed `REGISTER` signature (behaviour.md §7)", () => {
+describe("a replayed `REGISTER` signature (rules.md §7.2)", () => {
   it("cannot change a pending sign-up: other data is 409, the owner's link still verifies", async () => {
     const owner = newWallet();
     const { id, fields, signedMessage } = await register(owner);

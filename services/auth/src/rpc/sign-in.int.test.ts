@@ -206,7 +206,7 @@ describe("legacy login", () => {
       nameid: String(user.id),
       unique_name: username,
       role: "Base",
-      // The wallet address, as behaviour.md §2 and the first implementation have it (not the surname).
+      // The wallet address, as rules.md §2.13 and the first backend have it (not the surname).
       family_name: wallet.address,
       address: wallet.address,
       iss: "fundraise-auth",

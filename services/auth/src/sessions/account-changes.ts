@@ -24,8 +24,8 @@ export interface AccountChanges {
   /** `auth.session.apply`: idempotent, merged by version. */
   apply(change: SessionChange): Promise<SessionState>;
   /**
-   * The session role follows the user's role. An admin's change also invalidates older tokens (behaviour.md
-   * §2); a change that came from the chain only updates the role.
+   * The session role follows the user's role. An admin's change also invalidates older tokens (rules.md
+   * §2.14); a change that came from the chain only updates the role.
    */
   roleChanged(event: Payload<typeof UsersEvents.roleChanged>, ctx: EventContext): Promise<void>;
   /**

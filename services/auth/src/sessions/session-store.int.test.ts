@@ -11,7 +11,7 @@ import { SigningKey } from "../keys/signing-key.entity.ts";
 import { EmailVerification } from "../sign-up/email-verification.entity.ts";
 import { createSessionStore, type SessionStore, STALE } from "./session-store.ts";
 
-// Revocation survives Redis (behaviour.md §7): Postgres keeps the session state, Redis is rebuilt from it.
+// Revocation survives Redis (rules.md §7.9): Postgres keeps the session state, Redis is rebuilt from it.
 let db: TestDatabase;
 let orm: Orm;
 let redis: Redis;

@@ -33,7 +33,7 @@ describe("validateRegistration", () => {
   });
 });
 
-describe("validateRegistration: names are printable (behaviour.md §7)", () => {
+describe("validateRegistration: names are printable (rules.md §7.8)", () => {
   it.each([
     ["name", "Ada\u202Eecalevol"],
     ["name", "A\u2066da"],

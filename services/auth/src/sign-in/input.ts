@@ -48,7 +48,7 @@ export interface RegistrationFields {
 }
 
 /**
- * Trims and checks the sign-up fields (names printable, behaviour.md §7: no control, bidi, zero-width or
+ * Trims and checks the sign-up fields (names printable, rules.md §7.8: no control, bidi, zero-width or
  * line-separator characters, and a name of invisible characters only is missing); one 400 naming every
  * bad field. The same checks as the users service's (both use the protocol's text rules).
  */

@@ -8,7 +8,7 @@ export interface NonceStore {
    * A fresh nonce for the address, living `ttlSeconds`, counted against the rate limits' `counters` in
    * the same Redis command: past a limit nothing is issued (no earlier nonce is displaced) and it throws
    * `rate_limited` (429). Earlier nonces of the address stay valid (several may be outstanding,
-   * behaviour.md §7); past `maxPerAddress` live ones, one is dropped: the oldest issued to the same client
+   * rules.md §2.3, §7.3); past `maxPerAddress` live ones, one is dropped: the oldest issued to the same client
    * IP when there is one, else the oldest of all.
    */
   issue(address: string, ip: string, within: Counters): Promise<number>;

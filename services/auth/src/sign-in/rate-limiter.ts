@@ -57,7 +57,7 @@ export const redisUnavailable = (cause: unknown) =>
 export const rateLimited = () =>
   errors.rateLimited(ErrorCode.RATE_LIMITED, "Too many attempts; try again later.");
 
-/** Subjects are never an address alone: that would let anyone lock its owner out (behaviour.md §7). */
+/** Subjects are never an address alone: that would let anyone lock its owner out (rules.md §7.3). */
 export const ipSubject = (ip: string) => `ip:${ip}`;
 export const ipAddressSubject = (ip: string, address: string) => `ip:${ip}|${address.toLowerCase()}`;
 

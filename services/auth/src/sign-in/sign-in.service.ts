@@ -33,7 +33,7 @@ const busy = (cause: unknown) =>
     cause,
   });
 
-/** Sign-in (behaviour.md §2, §7): nonces, and a signed nonce exchanged for a token. */
+/** Sign-in (rules.md §2, §7): nonces, and a signed nonce exchanged for a token. */
 export interface SignInService {
   issueNonce(address: string, origin: Origin): Promise<number>;
   login(request: LoginRequest, origin: Origin, ctx: RequestContext): Promise<string>;
@@ -62,7 +62,7 @@ export function createSignInService(deps: SignInServiceDeps): SignInService {
 
   /**
    * Reads the chain role and tells the users service when the chain changed since it last saw it; the
-   * users service decides whether the chain's change or an admin's is newer (behaviour.md §7).
+   * users service decides whether the chain's change or an admin's is newer (rules.md §7.1).
    */
   async function refreshRole(
     account: Account,
@@ -120,7 +120,7 @@ export function createSignInService(deps: SignInServiceDeps): SignInService {
         message: request.message,
         log: ctx.log,
         // Failed sign-ins are limited per client IP and per IP + address, never per address alone: anyone
-        // could otherwise lock an address's owner out (behaviour.md §7). A success is taken back below.
+        // could otherwise lock an address's owner out (rules.md §7.3). A success is taken back below.
         limit: (claimed) =>
           rateLimiter.hit([
             {

@@ -38,9 +38,9 @@ export const LINK_INVALID_MESSAGE = "This verification link is not valid.";
 export const MAIL_NOT_SENT_MESSAGE =
   "Registered, but the verification e-mail could not be sent; register again with the same details to re-send it.";
 
-/** Sign-up (behaviour.md §2, §7): a signed registration, and the e-mail link that verifies it. */
+/** Sign-up (rules.md §2, §7): a signed registration, and the e-mail link that verifies it. */
 export interface SignUpService {
-  /** The new user's id; with a message when the verification mail could not be sent (behaviour.md §2). */
+  /** The new user's id; with a message when the verification mail could not be sent (rules.md §2.9). */
   register(
     request: RegisterRequest,
     origin: Origin,
@@ -127,14 +127,14 @@ export function createSignUpService(deps: SignUpServiceDeps): SignUpService {
     async register(request, origin, ctx) {
       const fields = validateRegistration(request);
       // The address is the signer's (`REGISTER`, `REGISTER: <nonce>`) or the SIWE message's. How the
-      // wallet's consent is proven (behaviour.md §7): the constant `REGISTER` text is `legacy` (its
+      // wallet's consent is proven (rules.md §7.2): the constant `REGISTER` text is `legacy` (its
       // signature can be replayed by whoever saw it); a GetNonce nonce, consumed here, is `nonce`.
       const { address, proof } = await verifySignedMessage({
         purpose: "register",
         signedMessage: request.signedMessage,
         message: request.message,
         log: ctx.log,
-        // Per client IP and per IP + address, never per address alone (behaviour.md §7).
+        // Per client IP and per IP + address, never per address alone (rules.md §7.3, §9.4).
         limit: (signer) =>
           rateLimiter.hit([
             {
@@ -152,7 +152,7 @@ export function createSignUpService(deps: SignUpServiceDeps): SignUpService {
           ]),
       });
 
-      // The users service decides (behaviour.md §2, §7): a new sign-up, a replaced one (expired, or pending
+      // The users service decides (rules.md §2.8, §7.2): a new sign-up, a replaced one (expired, or pending
       // and legacy-proven while this one is nonce-proven), the same pending sign-up again (`resent`: nothing
       // changed, the link is mailed again), or 409.
       const { userId, resent } = await bus.call(
@@ -185,7 +185,7 @@ export function createSignUpService(deps: SignUpServiceDeps): SignUpService {
       try {
         await mailVerification(entry, token);
       } catch (err) {
-        // The account and the token stay; registering again re-sends (behaviour.md §2).
+        // The account and the token stay; registering again re-sends (rules.md §2.9).
         mailed = false;
         ctx.log.warn({ err, userId }, "verification mail could not be sent; registering again re-sends it");
       }

@@ -3,7 +3,7 @@ import { getBytes, hashMessage, keccak256, Signature } from "ethers";
 import secp256k1 from "secp256k1";
 
 /**
- * The legacy texts (behaviour.md §2, §7), accepted while LEGACY_MESSAGES is on: `LOGIN: <nonce>` and
+ * The legacy texts (rules.md §2.4, §7.2), accepted while LEGACY_MESSAGES is on: `LOGIN: <nonce>` and
  * `REGISTER`, which the existing web client signs, and `REGISTER: <nonce>` (a nonce from GetNonce), the
  * sign-up text whose signature cannot be replayed.
  */

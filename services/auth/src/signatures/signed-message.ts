@@ -14,7 +14,7 @@ import {
 } from "./signature.ts";
 import { checkSiweMessage, parseSiweMessage, type SiweMessage } from "./siwe.ts";
 
-/** The one answer for every failed sign-in: it must not tell which part was wrong (behaviour.md §2). */
+/** The one answer for every failed sign-in: it must not tell which part was wrong (rules.md §2.11). */
 export const LOGIN_FAILED_MESSAGE = "Sign-in failed: the address, nonce or signature is not valid.";
 export const REGISTER_SIGNATURE_MESSAGE = "The signature or the signed message is not valid.";
 
@@ -98,7 +98,7 @@ function read(purpose: SignedMessagePurpose, text: string | undefined): Signed {
 }
 
 /**
- * The one check of a signed sign-in message, for login and register (behaviour.md §2, §7): the legacy texts,
+ * The one check of a signed sign-in message, for login and register (rules.md §2.4–§2.6, §7.2): the legacy texts,
  * EIP-4361, and EIP-1271 for contract wallets. Which nonce is consumed:
  * - a text that names its nonce (`LOGIN: <n>`, `REGISTER: <n>`, SIWE) consumes it, whatever the outcome;
  * - login without `message`: the outstanding nonce whose `LOGIN: <n>` the signature matches, and nothing

@@ -70,7 +70,7 @@ export function originOf(
 const fact = <D extends EventDescriptor>(descriptor: D, payload: PayloadOf<D>): Fact =>
   ({ descriptor, payload }) as Fact;
 
-/** The facts one stored log publishes (behaviour.md §6), in this order. */
+/** The facts one stored log publishes (rules.md §6.3), in this order. */
 export async function factsOf(log: DecodedLog, state: ChainState): Promise<Fact[]> {
   const origin = originOf(log);
   /** A string argument (addresses, hashes, integers and names are strings once decoded). */

@@ -1,3 +1,4 @@
+import { createWaitingLog, outageReason } from "@fundraise/bus";
 import { type ChainClient, ChainRpcError, type Deployment } from "@fundraise/contracts";
 import type { Logger } from "@fundraise/service-kit";
 import type pg from "pg";
@@ -53,14 +54,25 @@ export function startIndexer(options: IndexerOptions): Indexer {
 
   // A change the cache was not told of (it failed) is told with the next report.
   let untoldChange = false;
+  // Once per outage: the idle loop reports every poll, and Redis away fails each report (watchRedis in
+  // app.ts says that Redis is away, once per burst).
+  let reportFailing = false;
   async function report(cursor: number, changed: boolean): Promise<void> {
     if (!options.committed) return;
     const change = changed || untoldChange;
     try {
       await options.committed.advance(cursor, change);
       untoldChange = false;
+      reportFailing = false;
     } catch (err) {
-      if (!untoldChange) log.warn({ err }, "chain-read cache not told of a commit; telling it later");
+      if (!reportFailing) {
+        const reason = outageReason(err);
+        log.warn(
+          reason === undefined ? { err } : { reason },
+          "chain-read cache not told of a commit; telling it later",
+        );
+      }
+      reportFailing = true;
       untoldChange = untoldChange || change;
     }
   }
@@ -173,6 +185,8 @@ export function startIndexer(options: IndexerOptions): Indexer {
     return ancestor;
   }
 
+  // The database away: one line per burst of attempts to take the writer lock again, not one per attempt.
+  const waitingForDatabase = createWaitingLog({ log, what: "the database", url: options.db.url });
   const loop = (async () => {
     while (!stopping) {
       let client: pg.Client | null = null;
@@ -186,9 +200,11 @@ export function startIndexer(options: IndexerOptions): Indexer {
           stopped,
         });
         if (!client) break;
+        waitingForDatabase.connected();
         await runAsWriter(client);
       } catch (error) {
-        log.error({ err: error }, "indexing failed; starting over");
+        if (outageReason(error) !== undefined) waitingForDatabase.failed(error);
+        else log.error({ err: error }, "indexing failed; starting over");
         await pause(FAILURE_PAUSE_MS);
       } finally {
         progress.role = "starting";

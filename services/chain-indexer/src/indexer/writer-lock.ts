@@ -1,3 +1,4 @@
+import { outageReason } from "@fundraise/bus";
 import type { Logger } from "@fundraise/service-kit";
 import pg from "pg";
 
@@ -18,7 +19,11 @@ export async function acquireWriterLock(options: {
   stopped: Promise<void>;
 }): Promise<pg.Client | null> {
   const client = new pg.Client({ connectionString: options.url, application_name: "chain-indexer writer" });
-  client.on("error", (err) => options.log.warn({ err }, "writer connection failed"));
+  client.on("error", (err) => {
+    // The database away: the indexing loop says so, once per burst of attempts (indexer.ts).
+    const reason = outageReason(err);
+    options.log.warn(reason === undefined ? { err } : { reason }, "writer connection failed");
+  });
   await client.connect();
   let stop = false;
   void options.stopped.then(() => {

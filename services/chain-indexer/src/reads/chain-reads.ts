@@ -19,7 +19,7 @@ type AuctionAnswer = ResponseOf<typeof ChainRpc.auctionByHash>;
 type EvaluationAnswer = ResponseOf<typeof ChainRpc.evaluation>;
 
 /**
- * The chain reads of behaviour.md §5, answered from the index (never from the chain). Each answer says
+ * The chain reads of rules.md §5, answered from the index (never from the chain). Each answer says
  * how far the index had got (`indexedBlock`): the cursor is read first, so every row read after it is
  * at least that fresh.
  */

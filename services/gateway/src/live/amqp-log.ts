@@ -1,4 +1,4 @@
-import { decodeBody, Exchanges, Header, redactUrl } from "@fundraise/bus";
+import { createWaitingLog, decodeBody, Exchanges, Header } from "@fundraise/bus";
 import type { Logger } from "@fundraise/service-kit";
 import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from "amqplib";
 import { LIVE_EVENTS, type LiveEntry, type LiveLog, type ReadOptions } from "./log.ts";
@@ -97,13 +97,21 @@ export function createAmqpLiveLog(options: { url: string; log: Logger; name?: st
   let reads = 0;
   const readQueue: Array<() => void> = [];
   let onEntries: ((entries: LiveEntry[]) => Promise<void>) | undefined;
+  // While the broker is away the bus says so (one line per burst); this only says what it does not.
+  const waiting = createWaitingLog({
+    log,
+    what: "the message broker",
+    url: options.url,
+    outageLevel: "debug",
+  });
 
   async function connect(): Promise<ChannelModel> {
     const c = await amqp.connect(options.url, {
       clientProperties: { connection_name: options.name ?? "gateway-live" },
       timeout: 10_000,
     });
-    c.on("error", (error: Error) => log.warn({ err: error }, "live log connection error"));
+    // amqplib follows an 'error' with 'close', which follows the log again (below).
+    c.on("error", (error: Error) => log.debug({ err: error }, "live log connection error"));
     const setup = await c.createChannel();
     await declareLiveLog(setup);
     await setup.close();
@@ -182,11 +190,12 @@ export function createAmqpLiveLog(options: { url: string; log: Logger; name?: st
         },
         (error) => again(error),
       );
+      waiting.connected();
       log.info({ from, queue: LIVE_QUEUE }, "following the live log");
     } catch (error) {
       connection = undefined;
       const delay = RECONNECT_MS[Math.min(attempt, RECONNECT_MS.length - 1)]!;
-      log.warn({ err: error, url: redactUrl(options.url), retryInMs: delay }, "live log unavailable");
+      waiting.failed(error);
       setTimeout(() => void follow(attempt + 1), delay).unref();
     }
   }

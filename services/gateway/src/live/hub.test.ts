@@ -1,6 +1,8 @@
-import type { Caller, SessionState, UserRole } from "@fundraise/protocol";
+import { type Caller, isReviewer, type SessionState, type UserRole } from "@fundraise/protocol";
 import { silentLogger } from "@fundraise/service-kit/testing";
 import { describe, expect, it } from "vitest";
+import { createTokenVerifier } from "../plugins/auth.ts";
+import { createTestSigner } from "../test/harness.ts";
 import { createMemoryLiveLog } from "../test/live-log.ts";
 import { createLiveHub, type StreamIdentity } from "./hub.ts";
 import type { Outbound } from "./messages.ts";
@@ -91,7 +93,7 @@ function client(buffered = () => 0) {
 const pending = { viewerAccepted: false, status: "Pending" };
 const open = { viewerAccepted: true, status: "Approved" };
 
-describe("live hub: visibility per subscriber (behaviour.md §4)", () => {
+describe("live hub: visibility per subscriber (rules.md §4.2, §10.1)", () => {
   it("anonymous, Base, Whitelist, a member, Viewer and Admin each get exactly what a read shows them", async () => {
     const s = system();
     await s.hub.start();
@@ -201,6 +203,50 @@ describe("live hub: visibility per subscriber (behaviour.md §4)", () => {
     expect(s.hub.size).toBe(0);
   });
 
+  it("a stream acts with the role a request with its token gets from the same session, open or opened anew", async () => {
+    const s = system();
+    await s.hub.start();
+    const signer = await createTestSigner();
+    const noSession: SessionState = { role: null, version: 0, revokedBelow: 0, deleted: false };
+    // The HTTP path: the token verified against the same session store the hub reads.
+    const verifier = createTokenVerifier({
+      getJwks: async () => signer.jwks,
+      issuer: "fundraise-auth",
+      audience: "fundraise",
+      sessions: { get: async (userId) => s.sessions.get(userId) ?? noSession },
+    });
+    const cases: [string, UserRole | null, UserRole][] = [
+      ["demoted by the chain (no revocation)", "Base", "Base"],
+      ["still a Viewer", "Viewer", "Viewer"],
+      ["promoted", "Admin", "Admin"],
+      ["a session without a role", null, "Viewer"],
+      // Not a role of this platform (a session written by a later layout): the token's claim stands.
+      ["a role the platform does not know", "Auditor" as UserRole, "Viewer"],
+    ];
+    for (const [i, [name, sessionRole, expected]] of cases.entries()) {
+      const userId = 20 + i;
+      const token = await signer.sign({ userId, role: "Viewer", sv: 1 });
+      const identity = async () => {
+        const { caller, tokenVersion, expiresAt } = await verifier.inspect(token);
+        return { caller, tokenVersion, expiresAt };
+      };
+      const open = client();
+      s.hub.subscribe(await identity(), open.connection, undefined);
+      s.sessions.set(userId, { role: sessionRole, version: 2, revokedBelow: 0, deleted: false });
+      const anew = client();
+      s.hub.subscribe(await identity(), anew.connection, undefined);
+      const requestRole = (await verifier.verify(token)).role;
+      expect(requestRole, name).toBe(expected);
+      // A proposal no viewer accepted yet: only a reviewer (Admin, Viewer) sees it.
+      s.project(100 + i, pending);
+      await s.change(100 + i, "created", null);
+      const delivered = isReviewer(requestRole) ? [100 + i] : [];
+      const projectsOf = (c: typeof open) => c.messages().map((m) => m.project.projectID);
+      expect(projectsOf(open), `${name}: open stream`).toEqual(delivered);
+      expect(projectsOf(anew), `${name}: new stream`).toEqual(delivered);
+    }
+  });
+
   it("a stream ends when its token expires (the client signs in again and resumes)", async () => {
     const s = system();
     await s.hub.start();
@@ -211,8 +257,8 @@ describe("live hub: visibility per subscriber (behaviour.md §4)", () => {
       undefined,
     );
     expect(c.state.ended).toBe(false);
-    await new Promise((r) => setTimeout(r, 120));
-    expect(c.state.ended).toBe(true);
+    // Its timer fires 50 ms on, or later on a busy machine: waited for, not assumed after a fixed time.
+    await expect.poll(() => c.state.ended, { timeout: 5_000, interval: 10 }).toBe(true);
   });
 
   it("a demotion whose event comes after other messages: the next one ends the stream, saying why", async () => {
@@ -251,9 +297,12 @@ describe("live hub: resume, duplicates and cut-offs", () => {
     const back = client();
     s.hub.subscribe(as(null), back.connection, "1");
     await s.change(1, "updated", { ...open, memberIds: [] });
-    await new Promise((r) => setTimeout(r, 150));
+    // The replay and the "updated" (5) are through, however long the catch-up took on this machine.
+    await expect.poll(() => back.messages().at(-1)?.id, { timeout: 5_000, interval: 10 }).toBe("5");
     await s.change(1, "rated", { ...open, memberIds: [] });
-    expect(back.messages().map((m) => m.id)).toEqual(["2", "3", "4", "5", "6"]);
+    await expect
+      .poll(() => back.messages().map((m) => m.id), { timeout: 5_000, interval: 10 })
+      .toEqual(["2", "3", "4", "5", "6"]);
     expect(back.sent[0]).toEqual({ retry: 2000 });
   });
 
@@ -266,7 +315,7 @@ describe("live hub: resume, duplicates and cut-offs", () => {
     for (const position of ["0", "99", "abc"]) {
       const c = client();
       s.hub.subscribe(as(null), c.connection, position);
-      await new Promise((r) => setTimeout(r, 120));
+      await expect.poll(() => c.messages().length, { timeout: 5_000, interval: 10 }).toBeGreaterThan(0);
       expect(c.messages()).toEqual([{ event: "reset", id: "2", reason: expect.any(String) }]);
     }
   });

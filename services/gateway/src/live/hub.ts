@@ -1,4 +1,4 @@
-import type { Caller, SessionState } from "@fundraise/protocol";
+import { type Caller, roleInSession, type SessionState } from "@fundraise/protocol";
 import type { Logger } from "@fundraise/service-kit";
 import { type SessionStore, sessionError } from "../plugins/auth.ts";
 import type { LiveEntry, LiveLog } from "./log.ts";
@@ -72,7 +72,7 @@ const POSITION = /^\d{1,15}$/;
 
 /**
  * Fans the live log out to this replica's subscribers (docs/adr/0028-live-updates.md). Every message is
- * decided per subscriber by behaviour.md §4's rule (protocol `visibleTo`) with the caller's session as
+ * decided per subscriber by rules.md §4.2's rule (protocol `visibleTo`) with the caller's session as
  * it is now (read from Redis per batch, as a request reads it): a revoked or deleted account's stream
  * ends, a changed role changes the filter. Resume reads the log from the client's Last-Event-ID.
  */
@@ -122,7 +122,8 @@ export function createLiveHub(options: LiveHubOptions): LiveHub {
       // A session that cannot be read fails closed: the stream ends and resumes later, losing nothing.
       refused =
         session === null || session === undefined || sessionError(session, s.identity.tokenVersion) !== null;
-      if (!refused && session?.role && session.role !== caller.role) caller.role = session.role;
+      // The role as a request with the same token would act with now (protocol `roleInSession`).
+      if (!refused && session) caller.role = roleInSession(session, caller.role);
     }
     let told = false;
     for (const p of batch) {

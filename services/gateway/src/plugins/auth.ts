@@ -3,10 +3,10 @@ import {
   Caller as CallerSchema,
   ErrorCode,
   errors,
+  roleInSession,
   SESSION_VERSION_CLAIM,
   type SessionState,
   sessionRefusal,
-  USER_ROLES,
   type UserRole,
   validatorOf,
 } from "@fundraise/protocol";
@@ -129,7 +129,7 @@ export function createTokenVerifier(deps: {
     const tokenVersion = typeof sv === "number" ? sv : 0;
     const refused = sessionError(session, tokenVersion);
     if (refused) throw refused;
-    if (session.role && USER_ROLES.includes(session.role)) caller.role = session.role;
+    caller.role = roleInSession(session, caller.role);
     return { caller, tokenVersion, expiresAt: payload.exp === undefined ? null : payload.exp * 1000 };
   }
 

@@ -3,8 +3,8 @@ import { ProjectsRpc, UsersRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, type Harness, userOf } from "../test/harness.ts";
 
-// `Authorization` is exactly one `Bearer <token>` (behaviour.md §7), and the web client's empty
-// bearers still mean anonymous (behaviour.md §1).
+// `Authorization` is exactly one `Bearer <token>` (rules.md §7.6), and the web client's empty
+// bearers still mean anonymous (rules.md §1.6).
 let h: Harness;
 let port: number;
 let token: string;

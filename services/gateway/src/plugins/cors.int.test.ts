@@ -2,7 +2,7 @@ import { UsersRpc } from "@fundraise/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
 
-// A web client on another origin may call every method of the interface (behaviour.md §7).
+// A web client on another origin may call every method of the interface (rules.md §7.5).
 let local: Harness;
 let listed: Harness;
 const APP = "https://app.example.org";

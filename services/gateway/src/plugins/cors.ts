@@ -1,7 +1,7 @@
 import cors from "@fastify/cors";
 import type { Server } from "../server.ts";
 
-/** What a browser client on another origin may send (behaviour.md §7: "Browsers on another origin work"). */
+/** What a browser client on another origin may send (rules.md §7.5: "Browsers on another origin work"). */
 export const CORS_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 export const CORS_HEADERS = ["Authorization", "Content-Type", "X-Request-Id", "Idempotency-Key"] as const;
 /** Browsers cache a preflight this long (seconds); Chromium caps it at 7200. */

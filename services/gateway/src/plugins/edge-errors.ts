@@ -14,7 +14,7 @@ import { BASELINE_HEADERS } from "./security.ts";
  */
 
 /**
- * The longest request target (path and query) served, in bytes (behaviour.md §8): the web client sends
+ * The longest request target (path and query) served, in bytes (rules.md §8.6): the web client sends
  * markdown URL-encoded in UpdateMarkDown's path, several KB of it. Also the router's `maxParamLength`.
  */
 export const URL_LIMIT = 16_384;

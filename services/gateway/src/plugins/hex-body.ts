@@ -2,7 +2,8 @@ import { ErrorCode, errors } from "@fundraise/protocol";
 import type { FastifyRequest } from "fastify";
 import secureJson from "secure-json-parse";
 import type { Server } from "../server.ts";
-import { HexJsonScanner, type HexSink, type HexValues } from "./hex-json.ts";
+import type { HexSink } from "./hex-decoder.ts";
+import { HexJsonScanner, type HexValues } from "./hex-json.ts";
 
 declare module "fastify" {
   interface FastifyRequest {

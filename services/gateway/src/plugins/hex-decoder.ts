@@ -1,10 +1,18 @@
-import type { HexSink } from "./hex-json.ts";
-
 const NIBBLE = new Int8Array(256).fill(-1);
 for (let i = 0; i < 10; i++) NIBBLE[0x30 + i] = i;
 for (let i = 0; i < 6; i++) {
   NIBBLE[0x41 + i] = 10 + i;
   NIBBLE[0x61 + i] = 10 + i;
+}
+
+/** Where a decoded value's bytes go (hex-json.ts asks for one per value: `sinkOf`). */
+export interface HexSink {
+  /** The next part of the value's bytes (at most `partBytes`), the buffer handed over. */
+  write(bytes: Uint8Array): void;
+  /** The value ended as whole hex bytes. */
+  end(): void;
+  /** The value turned out not to be whole hex bytes after its sink was asked for. */
+  fail(): void;
 }
 
 export const QUOTE = 0x22;

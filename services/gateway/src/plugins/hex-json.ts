@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { BACKSLASH, HexValueDecoder, QUOTE } from "./hex-decoder.ts";
+import { BACKSLASH, type HexSink, HexValueDecoder, QUOTE } from "./hex-decoder.ts";
 
 /**
  * A JSON body read as it arrives, with the top-level string values of some keys (`fileHex`, `imageUrl`,
@@ -16,16 +16,6 @@ import { BACKSLASH, HexValueDecoder, QUOTE } from "./hex-decoder.ts";
  * nesting) is left to the JSON parser: only top-level values are decoded, and only while the scanner is
  * sure of where it is.
  */
-
-/** Where a decoded value's bytes go. */
-export interface HexSink {
-  /** The next part of the value's bytes (at most `partBytes`), the buffer handed over. */
-  write(bytes: Uint8Array): void;
-  /** The value ended as whole hex bytes. */
-  end(): void;
-  /** The value turned out not to be whole hex bytes after its sink was asked for. */
-  fail(): void;
-}
 
 /** What became of a decoded field: its bytes went to its sink (`streamed` of them), or it was no hex. */
 export type HexValue = { streamed: number } | { invalid: true };

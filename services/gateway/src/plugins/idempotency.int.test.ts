@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
 import { projectDto } from "../test/route-samples.ts";
 
-// Idempotency-Key on writes (behaviour.md §8) against a projects stand-in on the in-memory bus that counts
+// Idempotency-Key on writes (rules.md §8.13) against a projects stand-in on the in-memory bus that counts
 // what it was asked to do, with the real Redis: one write done per key, its answer again, on any replica.
 let h: Harness;
 let rated: number[];
@@ -67,9 +67,11 @@ describe("Idempotency-Key", () => {
   });
 
   it("a request under way with the key: 409 for the second, which may retry once it answered", async () => {
-    release = () => {};
+    const holding = () => {};
+    release = holding;
     const first = rate(4, "slow");
-    await new Promise((r) => setTimeout(r, 50));
+    // Under way: its write runs (the key claimed before it), the handler has swapped `release` for its own.
+    await expect.poll(() => release !== holding, { timeout: 10_000, interval: 5 }).toBe(true);
     const during = await rate(4, "slow");
     expect(during.statusCode).toBe(409);
     expect(during.headers["x-error-code"]).toBe("IDEMPOTENCY_KEY_IN_USE");

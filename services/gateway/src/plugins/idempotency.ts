@@ -4,7 +4,7 @@ import { ErrorCode, errors } from "@fundraise/protocol";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Redis } from "ioredis";
 
-/** How long a first answer is kept for its key (behaviour.md §8: 24 h). */
+/** How long a first answer is kept for its key (rules.md §8.13: 24 h). */
 const KEPT_MS = 24 * 3600 * 1000;
 /** How long a key stays claimed by a request under way: past any RPC's deadline (a crashed gateway's claim lapses). */
 const CLAIM_MS = 120_000;
@@ -37,7 +37,7 @@ export type KeyUse =
     };
 
 /**
- * `Idempotency-Key` on writes (behaviour.md §8; the IETF draft's semantics): the same key with the same
+ * `Idempotency-Key` on writes (rules.md §8.13; the IETF draft's semantics): the same key with the same
  * request, from the same caller, within 24 h, answers the first answer again and does nothing twice; the
  * same key with another request is 409; a request under way with it is 409 too (retry later). Kept in
  * Redis, so every replica answers alike. A failed write did nothing (writes are transactions), so a

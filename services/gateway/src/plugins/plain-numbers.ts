@@ -5,7 +5,7 @@ import { preValidationWhere } from "./route-hooks.ts";
 import { itemsOf, objectShapeOf } from "./wire.ts";
 
 /**
- * Numbers in the path, the query string and JSON bodies are plain decimals (behaviour.md §7, §8): the
+ * Numbers in the path, the query string and JSON bodies are plain decimals (rules.md §7.4, §8.5): the
  * validator coerces types (`"projectID": "5"` must work in a body, and a path is text), and coercion would
  * read `1e1`, `0x10`, `+5`, ` 5` or `true` as numbers too. A coerced id once deleted the wrong user, so
  * these are refused here, before validation, for every integer or number field of every route's `params`,

@@ -7,7 +7,7 @@ import { adminToken, authHeaders, captureAllRpcs, fillQuery, fillUrl } from "../
 import { docsCsp } from "./openapi.ts";
 import { API_CSP, SECURITY_HEADERS } from "./security.ts";
 
-// Security headers (behaviour.md §7 "Headers") and the Cache-Control rule of docs/adr/0008-gateway-sessions-and-edge.md.
+// Security headers (rules.md §7.6) and the Cache-Control rule of docs/adr/0008-gateway-sessions-and-edge.md.
 let h: Harness;
 let token: string;
 const ADDRESS = "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4";

@@ -2,7 +2,7 @@ import { AuthRpc, sessionKey } from "@fundraise/protocol";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
 
-// Revocation survives Redis (behaviour.md §7): a session hash Redis lost is rebuilt by the auth service
+// Revocation survives Redis (rules.md §7.9): a session hash Redis lost is rebuilt by the auth service
 // from Postgres, and until it is, signed-in routes refuse (fail closed). The auth service is played by the
 // in-memory bus here; services/auth tests the rebuild itself, e2e the whole path.
 let h: Harness;

@@ -24,7 +24,7 @@ const wantsHtml = (request: FastifyRequest) => {
   return accept.includes("text/html") && !accept.startsWith("application/json");
 };
 
-/** The Authentication controller (behaviour.md §2) and the public keys that verify its tokens. */
+/** The Authentication controller (rules.md §2) and the public keys that verify its tokens. */
 export function registerAuthRoutes(
   app: Server,
   bus: Bus,
@@ -63,8 +63,8 @@ export function registerAuthRoutes(
     access: "anonymous",
     input: { body: UserRegisterRequest },
     perMinute,
-    status: 201,
     rpc: AuthRpc.register,
+    answer: { status: 201 },
     request: ({ body, ip }) => ({ register: body, origin: { ip } }),
   });
   registerRpcRoute(app, bus, {
@@ -81,9 +81,11 @@ export function registerAuthRoutes(
     },
     rpc: AuthRpc.verifyEmail,
     request: ({ query }) => ({ email: query.email, token: query.token }),
-    send: (reply: FastifyReply, request: FastifyRequest, data: unknown) =>
-      wantsHtml(request) ? page(reply, String(data)) : undefined,
-    sendError: (reply, request, error) => (wantsHtml(request) ? page(reply, error.message) : undefined),
+    answer: {
+      send: (reply: FastifyReply, request: FastifyRequest, data: unknown) =>
+        wantsHtml(request) ? page(reply, String(data)) : undefined,
+      sendError: (reply, request, error) => (wantsHtml(request) ? page(reply, error.message) : undefined),
+    },
   });
   registerRpcRoute(app, bus, {
     method: "GET",
@@ -93,11 +95,10 @@ export function registerAuthRoutes(
     access: "anonymous",
     input: { querystring: NoInput },
     rpc: AuthRpc.jwks,
-    response: Jwks,
     request: () => ({}),
     // Standard JWKS consumers expect the bare key set, not the envelope.
-    bare: true,
+    answer: { schema: Jwks, bare: true },
     // Public keys: the one answer worth caching; a rotated key is refetched by its new `kid`.
-    cacheControl: "public, max-age=60",
+    cache: { control: "public, max-age=60" },
   });
 }

@@ -13,7 +13,7 @@ import {
   startCapturingGateway,
 } from "../test/route-samples.ts";
 
-// Body keys match case-insensitively on every route with a body (behaviour.md §1), generated from the
+// Body keys match case-insensitively on every route with a body (rules.md §1.3), generated from the
 // route table: the RPC request that reaches the bus is the same whatever the casing of the keys.
 const gateway = harnessOfFile(startCapturingGateway);
 

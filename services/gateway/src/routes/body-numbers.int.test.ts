@@ -14,7 +14,7 @@ import {
 } from "../test/route-samples.ts";
 
 // Every integer or number field of every JSON body, from the gateway's route table: plain decimals only
-// (behaviour.md §8), 400 in the envelope naming the field before any service is asked, whatever the
+// (rules.md §8.5), 400 in the envelope naming the field before any service is asked, whatever the
 // casing of its key. `"282"` and 282 still work (the web client sends numbers as strings).
 const gateway = harnessOfFile(startCapturingGateway);
 

@@ -1,153 +1,33 @@
-import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import type { Bus } from "@fundraise/bus";
-import {
-  type AppError,
-  type Caller,
-  ErrorCode,
-  errors,
-  HTTP_STATUS_OF_KIND,
-  ok,
-  type RequestOf,
-  type ResponseOf,
-  type RpcDescriptor,
-  ServiceResponse,
-  toAppError,
-} from "@fundraise/protocol";
-import type {
-  FastifyReply,
-  FastifyRequest,
-  FastifySchema,
-  HTTPMethods,
-  RawRequestDefaultExpression,
-  RawServerDefault,
-  RouteGenericInterface,
-} from "fastify";
-import Type, { type TSchema } from "typebox";
-import type { Access } from "../plugins/auth.ts";
+import type { Answer, Bus } from "@fundraise/bus";
+import type { ResponseOf, RpcDescriptor } from "@fundraise/protocol";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Server } from "../server.ts";
-import { openApiNullables } from "./nullable.ts";
-import { sendByContent, versionedAnswers } from "./versioned.ts";
-
-export const ErrorEnvelope = Type.Object({
-  data: Type.Null(),
-  success: Type.Literal(false),
-  message: Type.String(),
-});
-
-/**
- * The schemas of a route's path, query string and body. The TypeBox type provider turns each into the
- * type of the value it validates; a part left out is `unknown` and not validated.
- */
-export interface InputSchemas {
-  params?: TSchema;
-  querystring?: TSchema;
-  body?: TSchema;
-}
-
-/** A route's schema as fastify gets it: the input parts typed, the rest (tags, response...) open. */
-type RouteSchema<S extends InputSchemas> = FastifySchema & {
-  params: S["params"];
-  querystring: S["querystring"];
-  body: S["body"];
-};
-
-/** A request of a route with these input schemas, typed by the server's type provider (server.ts). */
-type TypedRequest<S extends InputSchemas> = FastifyRequest<
-  RouteGenericInterface,
-  RawServerDefault,
-  RawRequestDefaultExpression,
-  RouteSchema<S>,
-  TypeBoxTypeProvider
->;
-
-export interface RouteInput<C extends Caller | null, S extends InputSchemas> {
-  params: TypedRequest<S>["params"];
-  query: TypedRequest<S>["query"];
-  body: TypedRequest<S>["body"];
-  /** Set from a verified token; never null on routes that need a signed-in caller. */
-  caller: C;
-  ip: string;
-  request: FastifyRequest;
-}
-
-interface RouteOptions<D extends RpcDescriptor, S extends InputSchemas> {
-  method: HTTPMethods | HTTPMethods[];
-  url: string;
-  tag: string;
-  summary: string;
-  /** Path, query and body schemas (`{}` when the route takes none): they validate and type the input. */
-  input: S;
-  rpc: D;
-  /** The HTTP `data` schema when it differs from the RPC's response. */
-  response?: TSchema;
-  /** The HTTP `data` made of the RPC's result (it may read more, e.g. files from IPFS for withHex). */
-  data?: (result: ResponseOf<D>, input: Omit<RouteInput<Caller | null, S>, "caller">) => unknown;
-  /** Response headers taken from the RPC's result (what the `data` mapping leaves out of the body). */
-  headers?: (result: ResponseOf<D>) => Record<string, string>;
-  status?: 200 | 201;
-  /**
-   * The request to send again after the RPC failed, when the route can mend the failure (an upload whose
-   * content was released meanwhile pins it again: uploads/released.ts); null: the failure is the answer.
-   */
-  retry?: (error: AppError, sent: RequestOf<D>, request: FastifyRequest) => Promise<RequestOf<D> | null>;
-  /** The status from the result, when it is not always `status` (both are in the document). */
-  statusOf?: (result: ResponseOf<D>) => 200 | 201;
-  bodyLimit?: number;
-  /** Requests per minute per IP for this route, when stricter than the global limit. */
-  perMinute?: number;
-  /** Replaces the JSON envelope (the verify-email page for browsers); undefined keeps it. */
-  send?: (reply: FastifyReply, request: FastifyRequest, data: unknown) => FastifyReply | undefined;
-  /** The same for failures; undefined hands the error to the error handler. */
-  sendError?: (reply: FastifyReply, request: FastifyRequest, error: AppError) => FastifyReply | undefined;
-  /** The answer is the bare data, not the envelope (JWKS, which standard clients read). */
-  bare?: boolean;
-  /** `Cache-Control` of the answer; `no-store` when unset (plugins/security.ts). */
-  cacheControl?: string;
-  /**
-   * The version of the answer for this caller (null: none to name). With one the answer carries an
-   * `ETag`, a matching `If-None-Match` gets 304, and the serialized answer is kept (routes/versioned.ts).
-   */
-  version?: (input: RouteInput<Caller | null, S>) => Promise<string | null>;
-  /**
-   * A read a client may keep: `private, no-cache`, an ETag of the answer's content (or of its version),
-   * 304 when the client holds it, gzip when accepted. Implied by `version`.
-   */
-  revalidate?: boolean;
-}
-
-/** A route anyone may call: the caller is null without a (valid) token. */
-interface AnonymousRoute<D extends RpcDescriptor, S extends InputSchemas> extends RouteOptions<D, S> {
-  access: "anonymous";
-  /** Builds the RPC request from the HTTP request; may throw a validation AppError. */
-  request: (input: RouteInput<Caller | null, S>) => RequestOf<D> | Promise<RequestOf<D>>;
-}
-
-/** A route for signed-in callers, or for some roles only: the caller is always set. */
-interface SignedInRoute<D extends RpcDescriptor, S extends InputSchemas> extends RouteOptions<D, S> {
-  access: Exclude<Access, "anonymous">;
-  /** Builds the RPC request from the HTTP request (an upload's: once its parts are answered). */
-  request: (input: RouteInput<Caller, S>) => RequestOf<D> | Promise<RequestOf<D>>;
-}
-
-/** One HTTP route of the interface, answered by one RPC: the whole gateway is a table of these. */
-export type RpcRoute<D extends RpcDescriptor, S extends InputSchemas> =
-  | AnonymousRoute<D, S>
-  | SignedInRoute<D, S>;
+import type { AnonymousRoute, InputSchemas, RpcRoute, SignedInRoute } from "./route.ts";
+import { answerFailure, type Delivery, sendAnswer, shapeAnswer } from "./steps/answer.ts";
+import { forward } from "./steps/forward.ts";
+import { claimKey, releaseKey } from "./steps/idempotency.ts";
+import { buildRequest, inputOf, versionOf } from "./steps/request.ts";
+import { routeSchema } from "./steps/schema.ts";
+import { versionedAnswers } from "./versioned.ts";
 
 /**
- * `$id`s are dropped from schemas embedded in routes: one shared schema object appears in many
- * routes, and a validator that sees the same `$id` twice refuses it. Parts set to `undefined` go too.
+ * Adds one route of the interface (routes/route.ts: what a route says). A request of it goes through
+ * these steps, in this order; the first three are fastify's, set up by the route's options:
+ *
+ *  1. authenticate and authorize: plugins/auth.ts's hook, by `access` (401 without a caller the route
+ *     needs, 403 for a role it does not admit), before anything else is read;
+ *  2. read the body: fastify's JSON parser, or the route's own `body.reader` (readBody, below);
+ *  3. validate: the `input` schemas (steps/schema.ts), after the wire's own checks (plugins/wire.ts,
+ *     plugins/plain-numbers.ts);
+ *  4. build the RPC request: `request`, given the caller (steps/request.ts);
+ *  5. answer from the version: 304 to a client that holds it, or the copy kept (`cache.version`);
+ *  6. claim the Idempotency-Key, on writes: its first answer again, or the key claimed
+ *     (steps/idempotency.ts);
+ *  7. forward the RPC, again while `retry` mends its failure (steps/forward.ts); a failure frees the key
+ *     and is the answer;
+ *  8. shape the answer: headers, `data`, the envelope (steps/answer.ts);
+ *  9. send it: kept under its version, by its content's ETag, kept with its key, or as it is.
  */
-export function inline<T extends object>(schema: T): T {
-  return JSON.parse(JSON.stringify(schema, (key, value) => (key === "$id" ? undefined : value)));
-}
-
-/** The caller of a route that needs one; the auth hook has already answered 401 without it. */
-function signedIn(caller: Caller | null): Caller {
-  if (!caller) throw errors.unauthenticated(ErrorCode.TOKEN_MISSING, "Sign in first.");
-  return caller;
-}
-
 // One signature per kind of route, so that `access` picks the caller's type even as an array of roles.
 export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas>(
   app: Server,
@@ -164,126 +44,103 @@ export function registerRpcRoute<D extends RpcDescriptor, S extends InputSchemas
   bus: Bus,
   route: RpcRoute<D, S>,
 ): void {
-  const status = route.status ?? 200;
-  const versioned = route.version ? versionedAnswers() : null;
-  const reads =
-    route.method === "GET" && !route.bare && (route.revalidate === true || route.version !== undefined);
-  const writes = [route.method].flat().some((method) => method !== "GET");
-  const dataSchema = inline(route.response ?? route.rpc.response);
-  const schema: RouteSchema<S> = {
-    // Through JSON, which also leaves out the input parts the route does not have.
-    ...inline({
-      tags: [route.tag],
-      summary: route.summary,
-      ...(route.access === "anonymous" ? {} : { security: [{ bearer: [] }] }),
-      params: route.input.params,
-      querystring: route.input.querystring,
-      body: route.input.body,
+  readBody(app, route, (context) =>
+    context.route({
+      method: route.method,
+      url: route.url,
+      ...(route.body?.limit ? { bodyLimit: route.body.limit } : {}),
+      config: routeConfig(route),
+      schema: routeSchema(route),
+      handler: handlerOf(context, bus, route),
     }),
-    // Checked when fastify serializes the answer; typed by the RPC's response, not here.
-    response: {
-      ...(route.statusOf
-        ? { 200: openApiNullables(inline(route.bare ? dataSchema : ServiceResponse(dataSchema))) }
-        : {}),
-      [status]: openApiNullables(inline(route.bare ? dataSchema : ServiceResponse(dataSchema))),
-      "4xx": ErrorEnvelope,
-      "5xx": ErrorEnvelope,
-    },
+  );
+}
+
+/**
+ * What the hooks read of the route: its `access` (step 1, plugins/auth.ts), its own rate limit
+ * (@fastify/rate-limit) and its `Cache-Control` (plugins/security.ts).
+ */
+function routeConfig<D extends RpcDescriptor, S extends InputSchemas>(route: RpcRoute<D, S>) {
+  const control = route.cache?.control;
+  return {
+    access: route.access,
+    ...(route.perMinute ? { rateLimit: { max: route.perMinute, timeWindow: 60_000 } } : {}),
+    // A read a client may keep asks again with If-None-Match every time.
+    ...(control || revalidated(route) ? { cacheControl: control ?? "private, no-cache" } : {}),
   };
-  app.route({
-    method: route.method,
-    url: route.url,
-    ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
-    config: {
-      access: route.access,
-      ...(route.perMinute ? { rateLimit: { max: route.perMinute, timeWindow: 60_000 } } : {}),
-      // A versioned answer may be kept by the client, which asks again with If-None-Match every time.
-      ...(route.cacheControl || reads ? { cacheControl: route.cacheControl ?? "private, no-cache" } : {}),
-    },
-    schema,
-    handler: async (request, reply) => {
-      const input = {
-        params: request.params,
-        query: request.query,
-        body: request.body,
-        ip: request.ip,
-        request,
-      };
-      const rpcRequest =
-        route.access === "anonymous"
-          ? await route.request({ ...input, caller: request.caller })
-          : await route.request({ ...input, caller: signedIn(request.caller) });
-      // After the input was checked: a version names only answers that can exist.
-      const tag =
-        versioned && route.version ? await route.version({ ...input, caller: request.caller }) : null;
-      if (versioned && tag !== null) {
-        if (await versioned.answer(tag, request, reply)) return reply;
-      }
-      // A write with an Idempotency-Key: its first answer again, or the key claimed for this one.
-      const keyUse = writes ? await app.idempotency.use(request, reply, rpcRequest) : null;
-      if (keyUse?.kind === "replayed") return reply;
-      const claimed = keyUse?.kind === "claimed" ? keyUse : null;
-      let result: ResponseOf<D>;
-      let message: string | null;
-      let replayed: true | undefined;
-      try {
-        let sent = rpcRequest;
-        for (;;) {
-          try {
-            ({
-              data: result,
-              message,
-              replayed,
-            } = await bus.callWithMessage(route.rpc, sent, {
-              requestId: request.id,
-              idempotency: claimed?.requestKey,
-            }));
-            break;
-          } catch (error) {
-            const again = route.retry ? await route.retry(toAppError(error), sent, request) : null;
-            if (!again) throw error;
-            sent = again;
-          }
-        }
-      } catch (error) {
-        // The key is free for the retry: a failed write did nothing (writes are transactions), and one
-        // whose reply was lost (503/504) is answered again by its service, which kept the answer with the
-        // key. Redis down: the claim lapses by itself (CLAIM_MS), and the answer is this error, not Redis's.
-        await claimed
-          ?.release()
-          .catch((err: unknown) => request.log.warn({ err }, "Idempotency-Key not released"));
-        const appError = toAppError(error);
-        const custom = route.sendError?.(reply.code(HTTP_STATUS_OF_KIND[appError.kind]), request, appError);
-        if (custom) return custom;
-        throw error;
-      }
-      if (route.headers) reply.headers(route.headers(result));
-      const data = route.data ? await route.data(result, input) : result;
-      const custom = route.send?.(reply, request, data);
-      if (custom) return custom;
-      const body = route.bare ? data : ok(data, message);
-      if (versioned && tag !== null) {
-        await versioned.keep(tag, request, reply.code(status), body);
-        return reply;
-      }
-      // Every other read: an ETag of its content, 304 when the client holds it, gzip when accepted.
-      if (reads) {
-        await sendByContent(request, reply.code(status), body);
-        return reply;
-      }
-      const answered = route.statusOf?.(result) ?? status;
-      if (claimed) {
-        const text = String(reply.code(answered).serialize(body));
-        // The write is done: its answer goes out even when Redis cannot keep it (a retry then runs
-        // again once the claim lapses, and finds what this one did).
-        await claimed
-          .settle(answered, text)
-          .catch((err: unknown) => request.log.warn({ err }, "Idempotency-Key answer not kept"));
-        // The service's kept first answer (the first reply was lost): a replay, as the gateway's own are.
-        if (replayed) reply.header("idempotent-replayed", "true");
-        return reply.type("application/json; charset=utf-8").send(text);
-      }
-      return reply.code(answered).send(body);
-    },
+}
+
+/**
+ * 2. Read the body. A route with its own `body.reader` (the upload routes, which stream theirs to IPFS)
+ * is added to an encapsulated context of its own, which the reader sets up first: its parser replaces
+ * fastify's JSON parser there, and nowhere else.
+ */
+function readBody<D extends RpcDescriptor, S extends InputSchemas>(
+  app: Server,
+  route: RpcRoute<D, S>,
+  add: (context: Server) => void,
+): void {
+  const reader = route.body?.reader;
+  if (!reader) {
+    add(app);
+    return;
+  }
+  app.register(async (child) => {
+    const context = child as unknown as Server;
+    reader(context);
+    add(context);
   });
+}
+
+/** A read whose answer a client may keep and revalidate with `If-None-Match` (`cache`, routes/versioned.ts). */
+function revalidated<D extends RpcDescriptor, S extends InputSchemas>(route: RpcRoute<D, S>): boolean {
+  return (
+    route.method === "GET" &&
+    !route.answer?.bare &&
+    (route.cache?.revalidate === true || route.cache?.version !== undefined)
+  );
+}
+
+/** Steps 4 to 9, for each request. */
+function handlerOf<D extends RpcDescriptor, S extends InputSchemas>(
+  app: Server,
+  bus: Bus,
+  route: RpcRoute<D, S>,
+) {
+  const versioned = route.cache?.version ? versionedAnswers() : null;
+  const reads = revalidated(route);
+  const writes = [route.method].flat().some((method) => method !== "GET");
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    const input = inputOf<S>(request);
+    // 4. Build the RPC request (a validation error answers here: nothing is sent).
+    const rpcRequest = await buildRequest(route, input, request.caller);
+    // 5. Answer from the version.
+    const version = versioned ? await versionOf(route, input, request.caller) : null;
+    if (versioned && version !== null && (await versioned.answer(version, request, reply))) return reply;
+    // 6. Claim the Idempotency-Key.
+    const key = writes ? await claimKey(app, request, reply, rpcRequest) : null;
+    if (key?.kind === "replayed") return reply;
+    const claimed = key?.kind === "claimed" ? key : null;
+    // 7. Forward the RPC.
+    let answer: Answer<ResponseOf<D>>;
+    try {
+      answer = await forward(bus, route, rpcRequest, request, claimed?.requestKey);
+    } catch (error) {
+      await releaseKey(claimed, request);
+      return answerFailure(route, error, request, reply);
+    }
+    // 8. Shape the answer.
+    const shaped = await shapeAnswer(route, answer, input, reply);
+    if ("sent" in shaped) return shaped.sent;
+    // 9. Send it.
+    const delivery: Delivery =
+      versioned && version !== null
+        ? { kind: "versioned", answers: versioned, version }
+        : reads
+          ? { kind: "by-content" }
+          : claimed
+            ? { kind: "kept", claimed }
+            : { kind: "plain" };
+    return sendAnswer(route, delivery, answer, shaped.body, request, reply);
+  };
 }

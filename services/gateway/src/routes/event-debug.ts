@@ -10,16 +10,18 @@ const tag = "EventDebug";
 /**
  * How far the index had got when it answered (every chain read says it): a client that sent a
  * transaction reads until this reaches the transaction's block. A header, since the answers' `data`
- * keeps behaviour.md §5's shapes.
+ * keeps rules.md §5.2's shapes.
  */
 export const INDEXED_BLOCK_HEADER = "x-indexed-block";
 const indexedBlock = (result: { indexedBlock: number }) => ({
   [INDEXED_BLOCK_HEADER]: String(result.indexedBlock),
 });
 const logsOnly = {
-  response: Type.Array(EventLog),
-  data: (result: { logs: unknown[] }) => result.logs,
-  headers: indexedBlock,
+  answer: {
+    schema: Type.Array(EventLog),
+    data: (result: { logs: unknown[] }) => result.logs,
+    headers: indexedBlock,
+  },
 };
 
 /** Chain data is public: every event-debug route is anonymous and served from the index. */
@@ -66,8 +68,10 @@ export function registerEventDebugRoutes(app: Server, bus: Bus): void {
     input: { params: AddressParams },
     rpc: ChainRpc.whitelisted,
     request: ({ params }) => ({ address: addressParam(params.address) }),
-    response: Type.Boolean(),
-    data: (result) => result.whitelisted,
-    headers: indexedBlock,
+    answer: {
+      schema: Type.Boolean(),
+      data: (result) => result.whitelisted,
+      headers: indexedBlock,
+    },
   });
 }

@@ -155,7 +155,8 @@ describe("GET /events", () => {
     const closing = other.close();
     let done = false;
     while (!done) done = (await reader.read()).done;
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Ended by the close, not left open until the client gives up: seconds, on a slow machine too.
+    expect(Date.now() - started).toBeLessThan(10_000);
     await closing;
   });
 

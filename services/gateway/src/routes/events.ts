@@ -8,7 +8,7 @@ import type { Tickets } from "../live/tickets.ts";
 import type { TokenVerifier } from "../plugins/auth.ts";
 import { bearerOf } from "../plugins/bearer.ts";
 import type { Server } from "../server.ts";
-import { ErrorEnvelope, inline } from "./define.ts";
+import { ErrorEnvelope, inline } from "./steps/schema.ts";
 
 /** A comment line this often keeps proxies from closing an idle stream. */
 const HEARTBEAT_MS = 15_000;

@@ -14,7 +14,7 @@ import {
 } from "../test/route-samples.ts";
 
 // Every integer or number in a path or query string of every route, from the gateway's route table:
-// plain decimals only (behaviour.md §7), 400 in the envelope before any service is asked.
+// plain decimals only (rules.md §7.4), 400 in the envelope before any service is asked.
 const gateway = harnessOfFile(startCapturingGateway);
 
 /** As they appear in the URL: percent-encoded where a raw form could not be sent. */

@@ -5,7 +5,7 @@ import { ErrorCode, errors, ProjectsRpc, type RequestOf } from "@fundraise/proto
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
 
-// What the gateway hands the projects service for the web client's Update bodies (first-implementation §11).
+// What the gateway hands the projects service for the old web client's Update bodies.
 let h: Harness;
 let sent: RequestOf<typeof ProjectsRpc.update>[] = [];
 beforeEach(async () => {

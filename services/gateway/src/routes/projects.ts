@@ -33,7 +33,7 @@ async function toProjectWrite(body: Static<typeof ProjectRequest>, request: Fast
   };
 }
 
-/** The Project controller (spec "Project controller", behaviour.md §4). */
+/** The Project controller (rules.md §4; docs/http-interface.md). */
 export function registerProjectRoutes(
   app: Server,
   bus: Bus,
@@ -51,6 +51,12 @@ export function registerProjectRoutes(
     withHex: boolean | undefined,
     request: FastifyRequest,
   ) => (withHex ? withFileHex(projects, { ...uploads, log: request.log }) : projects);
+  // The upload routes read their JSON as it arrives, decoding the hex and adding it to IPFS on the way
+  // (uploads/plugin.ts), each in a context of its own where that reader replaces the JSON parser.
+  const uploadBody = {
+    limit: uploadBodyLimit,
+    reader: (context: Server) => addContentToIpfs(context, uploads),
+  };
 
   registerRpcRoute(app, bus, {
     method: "GET",
@@ -61,9 +67,11 @@ export function registerProjectRoutes(
     input: { querystring: WithHexQuery },
     rpc: ProjectsRpc.list,
     request: ({ caller }) => ({ caller }),
-    data: (projects, { query, request }) => hexIf(projects, query.withHex, request),
-    version: ({ caller, query, request }) =>
-      query.withHex ? Promise.resolve(null) : listTag(caller, "all", request),
+    answer: { data: (projects, { query, request }) => hexIf(projects, query.withHex, request) },
+    cache: {
+      version: ({ caller, query, request }) =>
+        query.withHex ? Promise.resolve(null) : listTag(caller, "all", request),
+    },
   });
   registerRpcRoute(app, bus, {
     method: "GET",
@@ -75,7 +83,7 @@ export function registerProjectRoutes(
     rpc: ProjectsRpc.get,
     request: ({ caller, params }) => ({ caller, id: params.id }),
     // A shared view's single read moves with the table's version, as its lists do: 304 without reading it.
-    version: ({ caller, params, request }) => listTag(caller, `get:${params.id}`, request),
+    cache: { version: ({ caller, params, request }) => listTag(caller, `get:${params.id}`, request) },
   });
   registerRpcRoute(app, bus, {
     method: "DELETE",
@@ -87,46 +95,42 @@ export function registerProjectRoutes(
     rpc: ProjectsRpc.delete,
     request: ({ caller, params }) => ({ caller, id: params.id }),
   });
-  // The upload routes read their JSON as it arrives, decoding the hex and adding it to IPFS on the way
-  // (uploads/plugin.ts).
-  app.register(async (child) => {
-    const routes = child as unknown as Server;
-    addContentToIpfs(routes, uploads);
-    registerRpcRoute(routes, bus, {
-      method: "PUT",
-      url: "/Project/Update",
-      tag,
-      summary: "Update a project (members)",
-      access: "signed-in",
-      input: { body: ProjectRequest },
-      bodyLimit: uploadBodyLimit,
-      rpc: ProjectsRpc.update,
-      retry: retryReleased(uploads.ipfs),
-      request: async ({ caller, body, request }) => ({
-        caller,
-        project: await toProjectWrite(body, request),
-      }),
-    });
-    registerRpcRoute(routes, bus, {
-      method: "POST",
-      url: "/Project/Add",
-      tag,
-      summary: "Propose a project: its file (and image) go to IPFS",
-      access: "signed-in",
-      input: { body: ProjectRequest },
-      bodyLimit: uploadBodyLimit,
+  registerRpcRoute(app, bus, {
+    method: "PUT",
+    url: "/Project/Update",
+    tag,
+    summary: "Update a project (members)",
+    access: "signed-in",
+    input: { body: ProjectRequest },
+    body: uploadBody,
+    rpc: ProjectsRpc.update,
+    retry: retryReleased(uploads.ipfs),
+    request: async ({ caller, body, request }) => ({
+      caller,
+      project: await toProjectWrite(body, request),
+    }),
+  });
+  registerRpcRoute(app, bus, {
+    method: "POST",
+    url: "/Project/Add",
+    tag,
+    summary: "Propose a project: its file (and image) go to IPFS",
+    access: "signed-in",
+    input: { body: ProjectRequest },
+    body: uploadBody,
+    rpc: ProjectsRpc.add,
+    retry: retryReleased(uploads.ipfs),
+    request: async ({ caller, body, request }) => ({
+      caller,
+      project: await toProjectWrite(body, request),
+    }),
+    answer: {
       status: 201,
-      rpc: ProjectsRpc.add,
-      retry: retryReleased(uploads.ipfs),
-      // The same proposer's identical Add within 10 minutes: the project it made, 200 (behaviour.md §8).
+      // The same proposer's identical Add within 10 minutes: the project it made, 200 (rules.md §8.14).
       statusOf: (added) => (added.existing ? 200 : 201),
-      response: ProjectDto,
+      schema: ProjectDto,
       data: ({ existing: _, ...project }) => project,
-      request: async ({ caller, body, request }) => ({
-        caller,
-        project: await toProjectWrite(body, request),
-      }),
-    });
+    },
   });
   registerRpcRoute(app, bus, {
     method: "PUT",
@@ -147,8 +151,10 @@ export function registerProjectRoutes(
     input: { params: Type.Object({ status: Type.String({ maxLength: 32 }) }) },
     rpc: ProjectsRpc.byStatus,
     request: ({ caller, params }) => ({ caller, status: oneOf(params.status, PROJECT_STATUSES, "status") }),
-    version: ({ caller, params, request }) =>
-      listTag(caller, `status:${params.status.toLowerCase()}`, request),
+    cache: {
+      version: ({ caller, params, request }) =>
+        listTag(caller, `status:${params.status.toLowerCase()}`, request),
+    },
   });
   registerRpcRoute(app, bus, {
     method: "PUT",
@@ -170,7 +176,7 @@ export function registerProjectRoutes(
       params: Type.Object({ id: Int32, markdown: Type.String() }),
       body: Type.Optional(Type.Union([Type.Null(), Type.Object({ markDown: Type.Optional(Type.String()) })])),
     },
-    bodyLimit: uploadBodyLimit,
+    body: { limit: uploadBodyLimit },
     rpc: ProjectsRpc.updateMarkdown,
     request: ({ caller, params, body }) => ({
       caller,
@@ -183,25 +189,25 @@ export function registerProjectRoutes(
       method: "GET",
       url,
       tag,
-      revalidate: true,
       summary: "Projects where the caller is an accepted member",
       access: "signed-in",
       input: { params: Type.Object({ withHex: Type.Optional(Type.Boolean()) }) },
       rpc: ProjectsRpc.listPermissioned,
       request: ({ caller }) => ({ caller }),
-      data: (projects, { params, request }) => hexIf(projects, params.withHex, request),
+      answer: { data: (projects, { params, request }) => hexIf(projects, params.withHex, request) },
+      cache: { revalidate: true },
     });
   }
   registerRpcRoute(app, bus, {
     method: "GET",
     url: "/Project/GetAllInvitations",
     tag,
-    revalidate: true,
     summary: "Projects where the caller has a pending invitation",
     access: "signed-in",
     input: { querystring: NoInput },
     rpc: ProjectsRpc.listInvited,
     request: ({ caller }) => ({ caller }),
+    cache: { revalidate: true },
   });
   registerRpcRoute(app, bus, {
     method: "GET",
@@ -212,14 +218,15 @@ export function registerProjectRoutes(
     input: { params: Type.Object({ numberOfProjects: SignedInt32 }) },
     rpc: ProjectsRpc.top,
     request: ({ caller, params }) => ({ caller, count: params.numberOfProjects }),
-    version: ({ caller, params, request }) => listTag(caller, `top:${params.numberOfProjects}`, request),
+    cache: {
+      version: ({ caller, params, request }) => listTag(caller, `top:${params.numberOfProjects}`, request),
+    },
   });
   for (const url of ["/Project/GetAllHashes/:areOnlyAuctionsStarted", "/Project/GetAllHashes"]) {
     registerRpcRoute(app, bus, {
       method: "GET",
       url,
       tag,
-      revalidate: true,
       summary: "File hashes: of started auctions (signed in), or all (admin)",
       access: "signed-in",
       input: { params: Type.Object({ areOnlyAuctionsStarted: Type.Optional(Type.Boolean()) }) },
@@ -228,6 +235,7 @@ export function registerProjectRoutes(
         caller,
         onlyAuctionsStarted: params.areOnlyAuctionsStarted ?? false,
       }),
+      cache: { revalidate: true },
     });
   }
   registerRpcRoute(app, bus, {
@@ -244,12 +252,12 @@ export function registerProjectRoutes(
     method: "GET",
     url: "/Project/ViewerPage/GetAll",
     tag,
-    revalidate: true,
     summary: "Projects awaiting a viewer (Viewer, Admin)",
     access: ["Viewer", "Admin"],
     input: { querystring: NoInput },
     rpc: ProjectsRpc.viewerQueue,
     request: ({ caller }) => ({ caller }),
+    cache: { revalidate: true },
   });
   for (const url of ["/Project/CreateAuction/:id", "/Project/StartAuction/:id"]) {
     registerRpcRoute(app, bus, {

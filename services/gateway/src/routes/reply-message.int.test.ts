@@ -4,7 +4,7 @@ import { Wallet } from "ethers";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "../test/harness.ts";
 
-// A success reply's message reaches the HTTP envelope (behaviour.md §2: a register whose mail could not be
+// A success reply's message reaches the HTTP envelope (rules.md §2.9: a register whose mail could not be
 // sent says so). The auth service is played by the in-memory bus.
 let h: Harness;
 beforeEach(async () => {

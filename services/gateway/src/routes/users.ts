@@ -7,7 +7,7 @@ import { IdParams, Int32, NoInput } from "./params.ts";
 
 const tag = "User";
 
-/** The User controller (spec "User controller", behaviour.md §3). */
+/** The User controller (rules.md §3; docs/http-interface.md). */
 export function registerUserRoutes(app: Server, bus: Bus): void {
   registerRpcRoute(app, bus, {
     method: "GET",
@@ -67,7 +67,7 @@ export function registerUserRoutes(app: Server, bus: Bus): void {
     access: "signed-in",
     input: { body: ProjectPermissionRequest },
     rpc: ProjectsRpc.invite,
-    status: 201,
+    answer: { status: 201 },
     request: ({ caller, body }) => ({ caller, request: body }),
   });
   registerRpcRoute(app, bus, {
@@ -108,7 +108,7 @@ export function registerUserRoutes(app: Server, bus: Bus): void {
     access: "signed-in",
     input: { params: Type.Object({ projectID: Int32 }) },
     rpc: ProjectsRpc.coOwners,
-    response: Type.Array(UserDto),
+    answer: { schema: Type.Array(UserDto) },
     request: ({ caller, params }) => ({ caller, projectID: params.projectID }),
   });
   registerRpcRoute(app, bus, {

@@ -1,6 +1,6 @@
 import { type AppError, type ContentRef, ErrorCode, errors } from "@fundraise/protocol";
 import type { HexBodySinks } from "../plugins/hex-body.ts";
-import type { HexSink } from "../plugins/hex-json.ts";
+import type { HexSink } from "../plugins/hex-decoder.ts";
 import type { DirectoryAdd, Entry } from "./directory-add.ts";
 
 /** The body fields that carry content, and the directory entry each one becomes. */

@@ -74,7 +74,8 @@ describe("uploads at the edge", () => {
     const res = await add({ projectName: "S", fileHex: "ab".repeat(1000) });
     expect(res.statusCode).toBe(504);
     expect(res.headers["x-error-code"]).toBe(StorageErrorCode.IPFS_TIMEOUT);
-    expect(performance.now() - started).toBeLessThan(3000);
+    // After the 300 ms deadline, not a hang: any bound well below the test's limit tells them apart.
+    expect(performance.now() - started).toBeLessThan(10_000);
     expect(sent).toEqual([]);
   });
 });

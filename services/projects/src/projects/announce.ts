@@ -4,7 +4,7 @@ import type { Permission, Project } from "./project.entity.ts";
 import { toPermission } from "./project.mapper.ts";
 import type { ProjectTx } from "./project.repository.ts";
 
-/** Who saw a project: its state and permission rows (the inputs of behaviour.md §4's rule). */
+/** Who saw a project: its state and permission rows (the inputs of rules.md §4.2's rule). */
 export type Audience = NonNullable<PayloadOf<typeof ProjectsEvents.changed>["before"]>;
 
 /** Read inside the changing transaction, after the project's lock and before the change. */

@@ -1,11 +1,23 @@
 import { describe, expect, it } from "vitest";
-import { auctionFieldsOf, evaluationFieldsOf, factKindOf, type StandingFact } from "./chain-facts.ts";
+import {
+  auctionFieldsOf,
+  evaluationFieldsOf,
+  factKindOf,
+  type StandingFact,
+  statusOfEvaluation,
+} from "./chain-facts.ts";
 
 const fact = (kind: StandingFact["kind"], value: string | null, block: number, logIndex = 0) => ({
   kind,
   value,
   block,
   logIndex,
+});
+
+describe("the status an evaluation gives", () => {
+  it("approved → Approved, rejected → Rejected, none → Pending", () => {
+    expect([true, false, null].map(statusOfEvaluation)).toEqual(["Approved", "Rejected", "Pending"]);
+  });
 });
 
 describe("fields recomputed from the chain facts that still stand (after a retraction)", () => {

@@ -36,14 +36,22 @@ export interface AuctionFields {
 
 const byPosition = (a: StandingFact, b: StandingFact) => a.block - b.block || a.logIndex - b.logIndex;
 
+/**
+ * The status a project's first evaluation on the chain gives it: approved → Approved, rejected → Rejected;
+ * none (null) → Pending. Every reader of an evaluation (a chain fact, "sync now", the ledger) asks here.
+ */
+export const statusOfEvaluation = (isApproved: boolean | null): ProjectStatus =>
+  isApproved === null ? "Pending" : isApproved ? "Approved" : "Rejected";
+
 /** The status the standing facts give: the first evaluation decides; without one the project is Pending. */
 export function evaluationFieldsOf(facts: readonly StandingFact[]): EvaluationFields {
   const first = facts.filter((f) => f.kind === "evaluation").sort(byPosition)[0];
-  if (!first) return { status: "Pending", evaluationBlock: null, evaluationLogIndex: null };
+  // The ledger keeps each evaluation as the status it gave (`statusOfEvaluation`).
+  const isApproved = first ? first.value === statusOfEvaluation(true) : null;
   return {
-    status: first.value === "Approved" ? "Approved" : "Rejected",
-    evaluationBlock: first.block,
-    evaluationLogIndex: first.logIndex,
+    status: statusOfEvaluation(isApproved),
+    evaluationBlock: first?.block ?? null,
+    evaluationLogIndex: first?.logIndex ?? null,
   };
 }
 

@@ -11,7 +11,13 @@ import {
   type ResponseOf,
 } from "@fundraise/protocol";
 import { announce, audienceOf } from "./announce.ts";
-import { auctionFieldsOf, evaluationFieldsOf, type FactKind, factKindOf } from "./chain-facts.ts";
+import {
+  auctionFieldsOf,
+  evaluationFieldsOf,
+  type FactKind,
+  factKindOf,
+  statusOfEvaluation,
+} from "./chain-facts.ts";
 import { isAccepted, requireLive, requireWriter } from "./project.access.ts";
 import type { Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
@@ -67,7 +73,7 @@ const positionOf = (
   logIndex: number | null | undefined,
 ): Position | null => (block == null ? null : { block: Number(block), logIndex: logIndex ?? 0 });
 
-/** The chain-derived rules of behaviour.md §4 and §6 (no SQL, no bus). */
+/** The chain-derived rules of rules.md §4 and §6 (no SQL, no bus). */
 export function createChainSync(deps: {
   projects: ProjectRepository;
   index: ChainIndex;
@@ -175,7 +181,7 @@ export function createChainSync(deps: {
         throw ProjectErrors.notMember("Only an Admin, Whitelist, Viewer or a member may sync the status.");
       }
       const { isApproved } = await ask(() => index.evaluation(chainHashOf(project.fileHash), ctx));
-      const status = isApproved === null ? "Pending" : isApproved ? "Approved" : "Rejected";
+      const status = statusOfEvaluation(isApproved);
       return update(
         caller,
         id,
@@ -206,15 +212,17 @@ export function createChainSync(deps: {
     },
 
     // The first evaluation of a hash decides: a later one changes nothing, an earlier one arriving late wins.
-    applyEvaluation: (fact, ctx) =>
-      applyOnce(fact, "evaluation", fact.isApproved ? "Approved" : "Rejected", ctx, (p) => {
+    applyEvaluation: (fact, ctx) => {
+      const status = statusOfEvaluation(fact.isApproved);
+      return applyOnce(fact, "evaluation", status, ctx, (p) => {
         const at = { block: fact.origin.blockNumber, logIndex: fact.origin.logIndex };
         const held = positionOf(p.evaluationBlock, p.evaluationLogIndex);
         if (held && !before(at, held)) return;
-        p.status = fact.isApproved ? "Approved" : "Rejected";
+        p.status = status;
         p.evaluationBlock = at.block;
         p.evaluationLogIndex = at.logIndex;
-      }),
+      });
+    },
 
     // Created never goes back; the position only moves forward.
     applyAuctionCreated: (fact, ctx) =>

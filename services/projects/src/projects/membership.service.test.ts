@@ -23,7 +23,7 @@ async function team() {
   return { h, owner, id, join };
 }
 
-describe("invitations (behaviour.md §3)", () => {
+describe("invitations (rules.md §3.5, §3.6)", () => {
   it("the Owner or a Co-Owner invites by username (any case); the invitee accepts and is a member", async () => {
     const { h, owner, id, join } = await team();
     const coOwner = h.person();
@@ -79,7 +79,7 @@ describe("invitations (behaviour.md §3)", () => {
     });
   });
 
-  it("Blacklist may decline an invitation and leave, not accept one (behaviour.md §8)", async () => {
+  it("Blacklist may decline an invitation and leave, not accept one (rules.md §8.1)", async () => {
     const { h, owner, id, join } = await team();
     const invitee = { ...h.person(), role: "Blacklist" as const };
     await h.memberships.invite(owner, { projectID: id, username: invitee.username }, ctx());

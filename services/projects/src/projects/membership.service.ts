@@ -18,7 +18,7 @@ export interface MembershipService {
   reply(caller: Caller, request: PermissionRequest, ctx: OpContext): Promise<void>;
   /**
    * The accepted Owner and Co-Owners as UserDTOs (members and Admin); `mailAddress` only to an Admin and
-   * on the caller's own row (behaviour.md §8).
+   * on the caller's own row (rules.md §8.10).
    */
   coOwners(caller: Caller, projectId: number, ctx: OpContext): Promise<UserDtoOut[]>;
   removeCollaborator(caller: Caller, request: PermissionRequest, ctx: OpContext): Promise<void>;
@@ -26,7 +26,7 @@ export interface MembershipService {
 }
 
 /**
- * Who may remove `target` from a project (behaviour.md §3): anyone may leave, except the Owner; Owner and
+ * Who may remove `target` from a project (rules.md §3.10): anyone may leave, except the Owner; Owner and
  * Co-Owners remove Editors and pending invitations; only the Owner removes an accepted Co-Owner; nobody
  * removes the Owner; an accepted Co-Owner may not leave once the auction is created.
  */
@@ -57,7 +57,7 @@ export function removalRefusal(
   return null;
 }
 
-/** The membership rows of behaviour.md §3 (no SQL, no bus). Users are named by username, resolved by the users service. */
+/** The membership rows of rules.md §3 (no SQL, no bus). Users are named by username, resolved by the users service. */
 export function createMembershipService(deps: {
   projects: ProjectRepository;
   users: UserDirectory;
@@ -110,7 +110,7 @@ export function createMembershipService(deps: {
         const project = await t.lockById(request.projectID);
         const invitation = project && (await t.lockPermission(project.id, caller.userId));
         if (!project || !invitation || invitation.isAccepted) throw ProjectErrors.invitationNotFound();
-        // Blacklist may decline, not join (behaviour.md §8).
+        // Blacklist may decline, not join (rules.md §8.1).
         if (accept) requireWriter(caller);
         const before = await audienceOf(t, project);
         if (accept) invitation.isAccepted = true;
@@ -152,7 +152,7 @@ export function createMembershipService(deps: {
         targetId = user.id;
       }
       const self = targetId === caller.userId;
-      // Blacklist may leave, not remove others (behaviour.md §8).
+      // Blacklist may leave, not remove others (rules.md §8.1).
       if (!self) requireWriter(caller);
       await projects.transaction(async (t) => {
         await requireLive(t, caller);

@@ -1,4 +1,4 @@
-import type { Caller } from "@fundraise/protocol";
+import { type Caller, RPC_ROLES, type RpcDescriptor, roleAdmits, rolesInWords } from "@fundraise/protocol";
 import type { Permission } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import type { ProjectTx } from "./project.repository.ts";
@@ -11,7 +11,17 @@ export const isManager = (permission: Permission | null): boolean =>
   isAccepted(permission) && (permission.role === "Owner" || permission.role === "Co-Owner");
 
 /**
- * Blacklist is read-only (behaviour.md §8): a write it is not allowed is 403, whatever its membership. Asked
+ * An RPC only some roles may call (protocol RPC_ROLES, the list its gateway route admits too) refuses every
+ * other role with 403, before anything else; `what` names what those roles may do.
+ */
+export function requireRole(rpc: RpcDescriptor, caller: Caller, what: string): void {
+  if (!roleAdmits(rpc, caller.role)) {
+    throw ProjectErrors.roleForbidden(`Only ${rolesInWords(RPC_ROLES[rpc.name] ?? [])} may ${what}.`);
+  }
+}
+
+/**
+ * Blacklist is read-only (rules.md §8.1): a write it is not allowed is 403, whatever its membership. Asked
  * after the project is known to be visible to the caller (404 before 403).
  */
 export function requireWriter(caller: Caller): void {

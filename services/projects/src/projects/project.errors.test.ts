@@ -8,7 +8,7 @@ const MIGRATIONS = join(import.meta.dirname, "..", "db", "migrations");
 const UPSERTED = ["rating_project_user_unique"];
 
 describe("conflictOfConstraint", () => {
-  it("names a 409 for every unique index a concurrent write can hit (behaviour.md §8: never 500)", () => {
+  it("names a 409 for every unique index a concurrent write can hit (rules.md §8.12: never 500)", () => {
     const indexes = uniqueIndexesOf(MIGRATIONS);
     expect(indexes).toEqual(expect.arrayContaining(["project_name_unique", "permission_one_owner"]));
     for (const index of indexes.filter((name) => !UPSERTED.includes(name))) {

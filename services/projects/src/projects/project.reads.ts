@@ -1,12 +1,13 @@
-import type { Caller, ProjectStatus, ProjectsRpc, ResponseOf } from "@fundraise/protocol";
+import { type Caller, type ProjectStatus, ProjectsRpc, type ResponseOf } from "@fundraise/protocol";
 import type { HotReads } from "./hot-reads.ts";
+import { requireRole } from "./project.access.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
 import type { ProjectRepository } from "./project.repository.ts";
 import { MAX_TOP } from "./project.validation.ts";
 import { findVisible, scopeOf, sharedListOf } from "./visibility.ts";
 
-/** What the project reads answer: the lists and the single read, each as behaviour.md §4 shows it. */
+/** What the project reads answer: the lists and the single read, each as rules.md §4 shows it. */
 export interface ProjectReads {
   list(caller: Caller | null): Promise<ProjectDtoOut[]>;
   get(caller: Caller | null, id: number): Promise<ProjectDtoOut>;
@@ -25,8 +26,6 @@ export interface ProjectReads {
 }
 
 export type ProjectViewOut = ResponseOf<typeof ProjectsRpc.views>[number];
-
-export const isReviewer = (caller: Caller) => caller.role === "Viewer" || caller.role === "Admin";
 
 /**
  * The reads of projects (no SQL, no bus): what each caller may see comes from visibility.ts; the
@@ -73,8 +72,7 @@ export function createProjectReads(deps: { projects: ProjectRepository; hotReads
     },
 
     async viewerQueue(caller) {
-      if (!isReviewer(caller))
-        throw ProjectErrors.roleForbidden("Only a Viewer or an Admin may review proposals.");
+      requireRole(ProjectsRpc.viewerQueue, caller, "review proposals");
       return (await projects.awaitingReview()).map((p) => toProjectDto(p));
     },
 

@@ -1,11 +1,10 @@
 import type { MessageContext } from "@fundraise/bus";
-import type { PermissionRole, ProjectStatus } from "@fundraise/protocol";
+import type { PermissionRole, ProjectStatus, Scope } from "@fundraise/protocol";
 import { executorOf, handleOnce, inTransaction } from "@fundraise/service-kit";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { Permission, Project } from "./project.entity.ts";
 import { conflictOfConstraint } from "./project.errors.ts";
 import { createProjectTx, PROJECTS_SCHEMA, type ProjectTx, sameName } from "./project.tx.ts";
-import type { Scope } from "./visibility.ts";
 
 export type { FactKey, NewProjectRow, ProjectTx } from "./project.tx.ts";
 export { PROJECTS_SCHEMA };
@@ -45,9 +44,6 @@ export interface ProjectRepository {
   nameTaken(name: string, exceptId?: number): Promise<boolean>;
   /** The project with this name, in any case. */
   findByName(name: string): Promise<Project | null>;
-  countAwaitingReview(): Promise<number>;
-  /** Projects of this proposer waiting for a viewer. */
-  countAwaitingReviewBy(proposerAddress: string): Promise<number>;
   /** Projects in `scope` (visibility.ts: its open projects and the member's), filtered and ordered as asked. */
   list(scope: Scope, options: ListOptions): Promise<Project[]>;
   /** Projects on which `userId` has a permission, accepted or pending, in permission order. */
@@ -127,9 +123,6 @@ export function createProjectRepository(em: () => EntityManager): ProjectReposit
     findByName: (name) => em().findOne(Project, sameName(name)),
     nameTaken: async (name, exceptId) =>
       (await em().count(Project, { ...sameName(name), ...(exceptId ? { id: { $ne: exceptId } } : {}) })) > 0,
-    countAwaitingReview: () => em().count(Project, { status: "Pending", viewerAccepted: false }),
-    countAwaitingReviewBy: (proposerAddress) =>
-      em().count(Project, { status: "Pending", viewerAccepted: false, proposerAddress }),
     list,
     async projectsOfUser(userId, accepted) {
       const e = em();

@@ -1,9 +1,9 @@
 import { testMessageContext } from "@fundraise/bus/testing";
-import type { Caller } from "@fundraise/protocol";
+import { type Caller, ProjectsRpc, RPC_ROLES, USER_ROLES } from "@fundraise/protocol";
 import { describe, expect, it } from "vitest";
 import { evaluated, projectsOnMemory, projectWrite } from "../test/memory-projects.ts";
 
-// The projects service's rules (behaviour.md §4, §8) on an in-memory repository (test/memory-projects.ts):
+// The projects service's rules (rules.md §4, §8) on an in-memory repository (test/memory-projects.ts):
 // no Postgres, no bus, no storage service. The SQL, the locks under concurrency and the wiring are the
 // integration suites' (rpc/*.int.test.ts).
 
@@ -21,7 +21,7 @@ const approve = async (h: Setup, fileHash: string, block = 10) =>
   h.chain.applyEvaluation(evaluated(fileHash, true, block), ctx());
 const ids = (list: { projectID: number }[]) => list.map((p) => p.projectID);
 
-describe("visibility of single reads and lists (behaviour.md §4)", () => {
+describe("visibility of single reads and lists (rules.md §4.2, §4.3)", () => {
   async function threeProjects() {
     const h = projectsOnMemory();
     const proposer = h.person();
@@ -316,6 +316,27 @@ describe("review by a viewer", () => {
   });
 });
 
+describe("RPCs only some roles may call (protocol RPC_ROLES, paired with the gateway's routes)", () => {
+  it("refuse every role the list does not name (403), before anything else; admit the others", async () => {
+    const h = projectsOnMemory();
+    const calls: Record<string, (caller: Caller) => Promise<unknown>> = {
+      [ProjectsRpc.viewerQueue.name]: (caller) => h.service.viewerQueue(caller),
+      [ProjectsRpc.viewerReply.name]: (caller) => h.service.viewerReply(caller, 999_999, true, ctx()),
+    };
+    const reserved = Object.keys(RPC_ROLES).filter((name) => name.startsWith("projects."));
+    expect(Object.keys(calls).sort()).toEqual(reserved.sort());
+    for (const [rpc, call] of Object.entries(calls)) {
+      for (const role of USER_ROLES) {
+        const refused = await call(h.person(role)).then(
+          () => false,
+          (error: { code?: string }) => error.code === "ROLE_FORBIDDEN",
+        );
+        expect(refused, `${rpc} by ${role}`).toBe(!RPC_ROLES[rpc]?.includes(role));
+      }
+    }
+  });
+});
+
 describe("chain facts", () => {
   it("the first evaluation of a hash decides, whatever order the facts arrive in; once per log", async () => {
     const h = projectsOnMemory();
@@ -330,7 +351,7 @@ describe("chain facts", () => {
   });
 });
 
-describe("an Add retried without a key (behaviour.md §8)", () => {
+describe("an Add retried without a key (rules.md §8.14)", () => {
   it("the same proposer, name and content within 10 minutes is the project it made; anything else is 409", async () => {
     const h = projectsOnMemory();
     const proposer = h.person();

@@ -1,8 +1,8 @@
-import { type Caller, ProjectsEvents, type ProjectsRpc, type RequestOf } from "@fundraise/protocol";
+import { type Caller, ProjectsEvents, ProjectsRpc, type RequestOf } from "@fundraise/protocol";
 import { announce, audienceOf } from "./announce.ts";
 import { evaluationFieldsOf } from "./chain-facts.ts";
 import type { HotReads } from "./hot-reads.ts";
-import { isAccepted, requireLive, requireWriter } from "./project.access.ts";
+import { isAccepted, requireLive, requireRole, requireWriter } from "./project.access.ts";
 import {
   dropContent,
   RELEASE_LIMITS,
@@ -15,25 +15,26 @@ import type { Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import { type ProjectDtoOut, toProjectDto } from "./project.mapper.ts";
 import type { OpContext } from "./project.ports.ts";
-import { createProjectReads, isReviewer, type ProjectReads } from "./project.reads.ts";
+import { createProjectReads, type ProjectReads } from "./project.reads.ts";
 import type { ProjectRepository, ProjectTx } from "./project.repository.ts";
 import { parseMarkdown, parseName, parseRating, parseText } from "./project.validation.ts";
+import { isAwaitingReview } from "./review-queue.ts";
 import { findVisible } from "./visibility.ts";
 
 export type ProjectWrite = RequestOf<typeof ProjectsRpc.add>["project"];
 
 export interface ProjectServiceDeps {
   projects: ProjectRepository;
-  /** Projects that may wait for a viewer at once (behaviour.md §4: 100). */
+  /** Projects that may wait for a viewer at once (rules.md §4.6: 100). */
   reviewQueueMax: number;
-  /** Projects one proposer may have waiting for a viewer at once (behaviour.md §8: 5). */
+  /** Projects one proposer may have waiting for a viewer at once (rules.md §8.8: 5). */
   reviewSharePerProposer: number;
   /** The hot lists, answered from memory while the project table is unchanged. */
   hotReads: HotReads;
 }
 
 export interface ProjectService extends ProjectReads {
-  /** `existing`: the same proposer's identical Add made it minutes ago (behaviour.md §8). */
+  /** `existing`: the same proposer's identical Add made it minutes ago (rules.md §8.14). */
   add(caller: Caller, write: ProjectWrite, ctx: OpContext): Promise<ProjectDtoOut & { existing?: boolean }>;
   update(caller: Caller, write: ProjectWrite, ctx: OpContext): Promise<ProjectDtoOut>;
   delete(caller: Caller, id: number, ctx: OpContext): Promise<void>;
@@ -43,11 +44,11 @@ export interface ProjectService extends ProjectReads {
   updateMarkdown(caller: Caller, id: number, markdown: string, ctx: OpContext): Promise<ProjectDtoOut>;
 }
 
-/** How long an identical Add of the same proposer answers the project it made (behaviour.md §8). */
+/** How long an identical Add of the same proposer answers the project it made (rules.md §8.14). */
 const RETRY_WINDOW_MS = 10 * 60_000;
 
 /**
- * The rules of behaviour.md §4 (no SQL, no bus). A write's content arrives as a reference: the gateway
+ * The rules of rules.md §4 (no SQL, no bus). A write's content arrives as a reference: the gateway
  * added it to IPFS pinned (ADR 0027). The write checks everything once, in one transaction under the
  * review queue's lock and the content's, and announces the content it takes (`content.taken`, for the
  * storage service's inventory) and lets go of (`content.dropped`: a deleted project's, a replaced file),
@@ -171,15 +172,14 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
           if (locked.isAuctionCreated) throw ProjectErrors.auctionExists("its file can no longer change");
           await t.lockHash(content.fileHash);
           if (await t.fileHashTaken(content.fileHash, id)) throw ProjectErrors.fileTaken();
-          const waiting = locked.status === "Pending" && !locked.viewerAccepted;
-          if (!waiting) await requireQueueRoom(t, locked.proposerAddress);
+          if (!isAwaitingReview(locked)) await requireQueueRoom(t, locked.proposerAddress);
           await requireNotReleased(t, content);
           await dropContent(t, id, locked.fileHash, `project:${id}:replaced`, ctx);
           await takeContent(t, id, content, `project:${id}:update`, ctx);
           locked.fileHash = content.fileHash;
           locked.cid = content.cid;
           locked.imagePath = content.imagePath;
-          // A new file is a new proposal (behaviour.md §8): the chain's evaluation of this hash, if any,
+          // A new file is a new proposal (rules.md §8.4): the chain's evaluation of this hash, if any,
           // and a viewer's review of it again.
           Object.assign(locked, evaluationFieldsOf(await t.standingFacts(content.fileHash)));
           locked.viewerAccepted = false;
@@ -230,8 +230,7 @@ export function createProjectService(deps: ProjectServiceDeps): ProjectService {
     },
 
     async viewerReply(caller, id, reply, ctx) {
-      if (!isReviewer(caller))
-        throw ProjectErrors.roleForbidden("Only a Viewer or an Admin may review proposals.");
+      requireRole(ProjectsRpc.viewerReply, caller, "review proposals");
       return projects.transaction(async (t) => {
         await requireLive(t, caller);
         const project = await t.lockById(id);

@@ -5,6 +5,7 @@ import type { Tx } from "@fundraise/service-kit";
 import { LockMode, sql } from "@mikro-orm/core";
 import type { FactKind, StandingFact } from "./chain-facts.ts";
 import { Permission, Project } from "./project.entity.ts";
+import { AWAITING_REVIEW, AWAITING_REVIEW_SQL } from "./review-queue.ts";
 
 /** The database schema this service owns; the outbox and processed_message tables live in it too. */
 export const PROJECTS_SCHEMA = "projects";
@@ -162,7 +163,7 @@ export function createProjectTx({ em: t, sql: executor }: Tx): ProjectTx {
     },
     async addFacts({ userId, name, proposerAddress, fileHash }, { memoryMs, windowMs }) {
       const S = PROJECTS_SCHEMA;
-      const waiting = `from ${S}.project where status = 'Pending' and not viewer_accepted`;
+      const waiting = `from ${S}.project where ${AWAITING_REVIEW_SQL}`;
       const { rows } = await executor.query(
         `select
            exists (select 1 from ${S}.user_fence where user_id = $1) as fenced,
@@ -219,9 +220,8 @@ export function createProjectTx({ em: t, sql: executor }: Tx): ProjectTx {
     async lockReviewQueue() {
       await executor.query("select pg_advisory_xact_lock(hashtext('projects:review-queue'))");
     },
-    countAwaitingReview: () => t.count(Project, { status: "Pending", viewerAccepted: false }),
-    countAwaitingReviewBy: (proposerAddress) =>
-      t.count(Project, { status: "Pending", viewerAccepted: false, proposerAddress }),
+    countAwaitingReview: () => t.count(Project, AWAITING_REVIEW),
+    countAwaitingReviewBy: (proposerAddress) => t.count(Project, { ...AWAITING_REVIEW, proposerAddress }),
     async lockHash(fileHash) {
       await executor.query("select pg_advisory_xact_lock(hashtext('projects:hash:' || $1))", [fileHash]);
     },

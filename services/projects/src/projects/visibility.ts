@@ -3,7 +3,7 @@ import type { Permission, Project } from "./project.entity.ts";
 import { ProjectErrors } from "./project.errors.ts";
 import type { ProjectRepository } from "./project.repository.ts";
 
-/** The rule of behaviour.md §4 is @fundraise/protocol's (visibility.ts): reads, lists and streams share it. */
+/** The rule of rules.md §4.2 is @fundraise/protocol's (visibility.ts): reads, lists and streams share it. */
 export {
   inScope,
   type Scope,

@@ -15,7 +15,7 @@ import {
   whileRefusing,
 } from "../test/harness.ts";
 
-// The review queue and what a refused or failed Add leaves behind, with a queue of 2 (behaviour.md §4 says
+// The review queue and what a refused or failed Add leaves behind, with a queue of 2 (rules.md §4.6 says
 // 100; REVIEW_QUEUE_MAX is the same rule, smaller), on the real storage service and the Kubo-RPC stand-in.
 // The gateway adds an Add's content pinned before the write (ADR 0027); a refused write's content is the
 // gateway's to release, and what stays pinned is the storage service's sweep's (part b, pins without a

@@ -2,7 +2,7 @@ import { ProjectsRpc, UsersRpc } from "@fundraise/protocol";
 import { describe, expect, it } from "vitest";
 import { addProject, expectAppError, seed, setReview, useHarness } from "../test/harness.ts";
 
-// Memberships (behaviour.md §3 rows) over RabbitMQ, with the real users service resolving usernames.
+// Memberships (rules.md §3 rows) over RabbitMQ, with the real users service resolving usernames.
 const h = useHarness("memberships");
 
 type Seeded = Awaited<ReturnType<typeof seed>>;
@@ -143,7 +143,7 @@ describe("coOwners", () => {
         mailAddress: coOwner.user.mailAddress,
       }),
     ]);
-    // E-mails only to an Admin and on the caller's own row (behaviour.md §8); the rest as the Admin sees it.
+    // E-mails only to an Admin and on the caller's own row (rules.md §8.10); the rest as the Admin sees it.
     const hidden = (row: unknown) => ({ ...(row as object), mailAddress: null });
     expect(await h.client.call(ProjectsRpc.coOwners, { caller: editor.caller, projectID: id })).toEqual(
       list.map(hidden),
@@ -166,7 +166,7 @@ describe("coOwners", () => {
 });
 
 describe("removeCollaborator", () => {
-  it("the rules of behaviour.md §3", async () => {
+  it("the rules of rules.md §3", async () => {
     const { owner, id } = await team();
     const coOwner = await seed(h);
     const coOwner2 = await seed(h);

@@ -242,7 +242,7 @@ describe("projects.project.rate", () => {
       "PROJECT_NOT_FOUND",
     );
     await setReview(h, dto.projectID, { viewerAccepted: true });
-    // Still hidden from Blacklist (not Approved): 404 before 403 (behaviour.md §8).
+    // Still hidden from Blacklist (not Approved): 404 before 403 (rules.md §8.11).
     const blacklisted = (await seed(h, "Blacklist")).caller;
     await expectAppError(
       h.client.call(ProjectsRpc.rate, { caller: blacklisted, id: dto.projectID, rating: 4 }),

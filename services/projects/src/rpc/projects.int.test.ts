@@ -139,7 +139,7 @@ describe("projects.project.add", () => {
   });
 });
 
-describe("visibility (behaviour.md §4)", () => {
+describe("visibility (rules.md §4.2)", () => {
   let owner: Awaited<ReturnType<typeof seed>>;
   let pending: number;
   let accepted: number;

@@ -16,6 +16,7 @@ import { ProjectErrors } from "../projects/project.errors.ts";
 import type { UserDirectory, UserDtoOut } from "../projects/project.ports.ts";
 import type { ProjectRepository, ProjectTx } from "../projects/project.repository.ts";
 import { createProjectService, type ProjectWrite } from "../projects/project.service.ts";
+import { isAwaitingReview } from "../projects/review-queue.ts";
 import { createUserFenceService } from "../projects/user-fence.service.ts";
 import { inScope } from "../projects/visibility.ts";
 
@@ -57,7 +58,7 @@ const copyOf = (s: State): State => ({
   version: s.version + 1,
 });
 const byId = <T extends { id: number }>(rows: Iterable<T>) => [...rows].sort((a, b) => a.id - b.id);
-const waiting = (p: Project) => p.status === "Pending" && !p.viewerAccepted;
+const waiting = isAwaitingReview;
 
 export function createMemoryProjects(): MemoryProjects {
   const store = createMemoryStore<State>(
@@ -282,9 +283,6 @@ export function createMemoryProjects(): MemoryProjects {
     nameTaken: async (name, exceptId) => nameTaken(state(), name, exceptId),
     findByName: async (name) =>
       projectsOf(state()).find((p) => p.name.toLowerCase() === name.toLowerCase()) ?? null,
-    countAwaitingReview: async () => projectsOf(state()).filter(waiting).length,
-    countAwaitingReviewBy: async (proposer) =>
-      projectsOf(state()).filter((p) => waiting(p) && p.proposerAddress === proposer).length,
     async list(scope, options) {
       const memberId = scope.all ? null : scope.memberId;
       const memberOf = new Set(

@@ -167,15 +167,18 @@ describe("projects.content.dropped", () => {
         fileHash: added.fileHash,
         reason: "project:15:deleted",
       });
-      // An attempt failed: the message waits in one of the subscription's retry queues (1 s, 2 s, 4 s).
+      // An attempt failed: the message waits in one of the subscription's retry queues (1 s, 2 s, 4 s, 8 s
+      // before it is dead-lettered). One look at every queue at once: three looks, a second or more each on
+      // a busy machine, missed it as it moved from one retry queue to the next.
       const queue = `${CONSUMER}.${ProjectsEvents.contentDropped.name}`;
       const waiting = async () => {
-        let ready = 0;
-        for (const ms of [1000, 2000, 4000])
-          ready += (await h.vhost.queueCounts(`${queue}.retry.${ms}ms`)).ready;
-        return ready;
+        const counts = await h.vhost.allQueueCounts();
+        return [1000, 2000, 4000, 8000].reduce(
+          (ready, ms) => ready + (counts.get(`${queue}.retry.${ms}ms`)?.ready ?? 0),
+          0,
+        );
       };
-      await expect.poll(waiting, { timeout: 10_000, interval: 50 }).toBe(1);
+      await expect.poll(waiting, { timeout: 15_000, interval: 50 }).toBe(1);
       expect(await nodePins(h.ipfsUrl, added.cid)).toBe(true);
       expect(await rowsOf(added.fileHash)).toMatchObject([{ unpinned_at: null }]);
     } finally {

@@ -115,7 +115,8 @@ export async function drained(h: Harness, event: EventDescriptor): Promise<void>
         const { ready, unacknowledged } = await h.vhost.queueCounts(`${CONSUMER}.${event.name}`);
         return ready + unacknowledged;
       },
-      { timeout: 15_000, interval: 100 },
+      // Each look is a `rabbitmqctl list_queues`: about a second, several on a busy machine.
+      { timeout: 60_000, interval: 100 },
     )
     .toBe(0);
 }

@@ -344,7 +344,7 @@ describe("chain.user-status.changed (consumer 'users')", () => {
   });
 });
 
-describe("which role wins: the newer of the admin's change and the chain's (behaviour.md §7)", () => {
+describe("which role wins: the newer of the admin's change and the chain's (rules.md §7.1)", () => {
   const admin = async () => h.seedUser({ role: "Admin" });
   const demote = async (by: Awaited<ReturnType<typeof admin>>, address: string, role: string) =>
     h.client.call(UsersRpc.updateRole, { caller: callerOf(by), address, role });

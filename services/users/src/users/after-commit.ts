@@ -9,7 +9,7 @@ const RETRY_MS = 150;
 export type InForce = (change: SessionChange, ctx: OpContext) => Promise<void>;
 
 /**
- * What other services must hold of a committed change before it answers (behaviour.md §8, "at once"): the
+ * What other services must hold of a committed change before it answers (rules.md §8.2, "at once"): the
  * session always; the projects service's rows of a deleted user. A few tries each within the caller's
  * deadline; if one cannot be reached, 503 (the change is saved; its event brings it there later, and
  * repeating an updaterole confirms it).

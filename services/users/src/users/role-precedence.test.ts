@@ -10,7 +10,7 @@ const base: RoleSources = {
 };
 const t = (s: number) => new Date(1_800_000_000_000 + s * 1000);
 
-describe("decideChainRole (behaviour.md §7: the newer source wins)", () => {
+describe("decideChainRole (rules.md §7.1: the newer source wins)", () => {
   it("a read equal to the chain's last known state changes nothing, whatever the admin set", () => {
     const user = { ...base, role: "Blacklist" as const, chainRole: "Base" as const, adminRoleAt: t(10) };
     expect(decideChainRole(user, { kind: "read", role: "Base" })).toEqual({ record: false, role: null });

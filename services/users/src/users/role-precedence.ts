@@ -1,7 +1,7 @@
 import type { UserRole } from "@fundraise/protocol";
 
 /**
- * Which role wins (behaviour.md §7). A role has two sources, an admin's `updaterole` and the chain; each
+ * Which role wins (rules.md §7.1). A role has two sources, an admin's `updaterole` and the chain; each
  * change is dated, and the newer one decides. What the chain said is always recorded, even when the
  * admin's newer decision keeps the role.
  */

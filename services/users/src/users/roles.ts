@@ -5,7 +5,9 @@ import {
   type SessionChange,
   type UserRole,
   UsersEvents,
+  UsersRpc,
 } from "@fundraise/protocol";
+import { requireRole } from "./access.ts";
 import type { InForce } from "./after-commit.ts";
 import {
   adminChangeIsNewer,
@@ -23,7 +25,7 @@ import { parseAddress, parseRole } from "./user.validation.ts";
 type UserStatusChanged = PayloadOf<typeof ChainEvents.userStatusChanged>;
 type FactRetracted = PayloadOf<typeof ChainEvents.factRetracted>;
 
-/** A user's role and its two sources (behaviour.md §7): an admin's updaterole and the chain. */
+/** A user's role and its two sources (rules.md §7.1): an admin's updaterole and the chain. */
 export interface Roles {
   /** Admin only; the caller's own role cannot be changed. */
   updateRole(caller: Caller, address: string, role: string, ctx: OpContext): Promise<UserDtoOut>;
@@ -161,7 +163,7 @@ export function createRoles(deps: {
     lockAuthority,
 
     async updateRole(caller, addressInput, roleInput, ctx) {
-      if (caller.role !== "Admin") throw UserErrors.adminOnly();
+      requireRole(UsersRpc.updateRole, caller);
       const role = parseRole(roleInput);
       if (!role) throw UserErrors.invalidRole(roleInput);
       const address = parseAddress(addressInput);

@@ -36,7 +36,7 @@ export async function removeAndAnnounce(t: UserTx, user: User, ctx: OpContext): 
   return { userId, address, version, role: null, revoke: true, deleted: true };
 }
 
-/** Sign-up (behaviour.md §2 and §7) and the unique names it shares with profile changes. */
+/** Sign-up (rules.md §2 and §7.2) and the unique names it shares with profile changes. */
 export interface SignUp {
   /**
    * Makes `wanted` address/e-mail/username free for `self` (or a new user): another user holding one of
@@ -93,7 +93,7 @@ export function createSignUp(deps: { users: UserRepository; now: () => Date }): 
       if (existing && (existing.isVerified || existing.pendingUntil == null)) throw UserErrors.addressTaken();
       let replacedPending = false;
       if (existing && !isStale(existing)) {
-        // A pending sign-up is never changed by another register (behaviour.md §7): the legacy `REGISTER`
+        // A pending sign-up is never changed by another register (rules.md §7.2): the legacy `REGISTER`
         // signature is constant, so whoever saw it could otherwise take the sign-up over.
         if (sameSignUp(existing, profile)) return { userId: existing.id, replaced: false, resent: true };
         // Only a fresh nonce proves the key holder is asking now: it replaces a replayable legacy proof.

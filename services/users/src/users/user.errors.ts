@@ -1,4 +1,4 @@
-import { ErrorCode, errors } from "@fundraise/protocol";
+import { ErrorCode, errors, rolesInWords, type UserRole } from "@fundraise/protocol";
 
 /** The users service's client-facing failures, one place for codes and wording. */
 export const UserErrors = {
@@ -28,6 +28,9 @@ export const UserErrors = {
     ),
   selfRole: () => errors.conflict(ErrorCode.USER_SELF_ACTION, "An admin cannot change its own role."),
   adminOnly: () => errors.forbidden(ErrorCode.ROLE_FORBIDDEN, "Only an Admin may do this."),
+  /** A role the RPC does not admit (access.ts). */
+  roleOnly: (roles: readonly UserRole[]) =>
+    errors.forbidden(ErrorCode.ROLE_FORBIDDEN, `Only ${rolesInWords(roles)} may do this.`),
   blacklisted: () =>
     errors.forbidden(
       ErrorCode.ROLE_FORBIDDEN,

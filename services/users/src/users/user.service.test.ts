@@ -1,5 +1,14 @@
 import { testMessageContext } from "@fundraise/bus/testing";
-import type { Caller, ChainEvents, PayloadOf, SessionChange, UserRole } from "@fundraise/protocol";
+import {
+  type Caller,
+  type ChainEvents,
+  type PayloadOf,
+  RPC_ROLES,
+  type SessionChange,
+  USER_ROLES,
+  type UserRole,
+  UsersRpc,
+} from "@fundraise/protocol";
 import { Wallet } from "ethers";
 import { describe, expect, it } from "vitest";
 import { createMemoryUsers } from "../test/memory-users.ts";
@@ -116,6 +125,29 @@ describe("deletion", () => {
     await expect(service.deleteById(callerOf(admin), second.id, ctx())).rejects.toMatchObject({
       code: "USER_NOT_FOUND",
     });
+  });
+});
+
+describe("RPCs only some roles may call (protocol RPC_ROLES, paired with the gateway's routes)", () => {
+  it("refuse every role the list does not name (403), before anything else; admit the others", async () => {
+    const { users, service } = setup();
+    const nobody = new Wallet(`0x${"7".repeat(64)}`).address;
+    const calls: Record<string, (caller: Caller) => Promise<unknown>> = {
+      [UsersRpc.delete.name]: (caller) => service.deleteById(caller, 999_999, ctx()),
+      [UsersRpc.list.name]: (caller) => service.list(caller),
+      [UsersRpc.updateRole.name]: (caller) => service.updateRole(caller, nobody, "Base", ctx()),
+    };
+    const reserved = Object.keys(RPC_ROLES).filter((name) => name.startsWith("users."));
+    expect(Object.keys(calls).sort()).toEqual(reserved.sort());
+    for (const [rpc, call] of Object.entries(calls)) {
+      for (const role of USER_ROLES) {
+        const refused = await call(callerOf(users.seed({ role }))).then(
+          () => false,
+          (error: { code?: string }) => error.code === "ROLE_FORBIDDEN",
+        );
+        expect(refused, `${rpc} by ${role}`).toBe(!RPC_ROLES[rpc]?.includes(role));
+      }
+    }
   });
 });
 

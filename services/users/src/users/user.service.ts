@@ -1,4 +1,5 @@
-import { type Caller, type RequestOf, UsersEvents, type UsersRpc } from "@fundraise/protocol";
+import { type Caller, type RequestOf, UsersEvents, UsersRpc } from "@fundraise/protocol";
+import { requireRole } from "./access.ts";
 import { createInForce } from "./after-commit.ts";
 import { createRoles, type Roles } from "./roles.ts";
 import { createSignUp, removeAndAnnounce, type SignUp } from "./sign-up.ts";
@@ -40,7 +41,7 @@ export interface UserService extends Omit<Roles, "lockAuthority"> {
   deleteById(caller: Caller, id: number, ctx: OpContext): Promise<void>;
   /** Admin only. */
   list(caller: Caller): Promise<UserDtoOut[]>;
-  /** Sign-up rules of behaviour.md §2 and §7 (a pending sign-up is never changed by another register). */
+  /** Sign-up rules of rules.md §2 and §7.2 (a pending sign-up is never changed by another register). */
   register: SignUp["register"];
   byAddress(address: string): Promise<UserAccountOut | null>;
   /** For the projects service: a user named by username (any case), or null. */
@@ -57,10 +58,6 @@ export function createUserService(deps: UserServiceDeps): UserService {
   const inForce = createInForce(deps);
   const { lockAuthority, ...roles } = createRoles({ users, chain: deps.chain, inForce, now });
   const { clearWay, register } = createSignUp({ users, now });
-
-  function requireAdmin(caller: Caller): void {
-    if (caller.role !== "Admin") throw UserErrors.adminOnly();
-  }
 
   /**
    * Fences the user in the projects service, inside this transaction and before it commits (refused
@@ -155,13 +152,13 @@ export function createUserService(deps: UserServiceDeps): UserService {
     deleteSelf: (caller, ctx) => removeUser(caller.userId, null, ctx),
 
     async deleteById(caller, id, ctx) {
-      requireAdmin(caller);
+      requireRole(UsersRpc.delete, caller);
       if (id === caller.userId) throw UserErrors.selfDelete();
       await removeUser(id, caller, ctx);
     },
 
     async list(caller) {
-      requireAdmin(caller);
+      requireRole(UsersRpc.list, caller);
       return (await users.listAll()).map((u) => toUserDto(u));
     },
 

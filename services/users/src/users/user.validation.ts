@@ -13,7 +13,7 @@ import {
 } from "@fundraise/protocol";
 
 /**
- * Pure checks of user input (behaviour.md §2-§3, §7), shared by register and update. The text rules
+ * Pure checks of user input (rules.md §2.7, §3.2, §7.8), shared by register and update. The text rules
  * (names printable, username and e-mail syntax) are the protocol's (`packages/protocol/src/text.ts`), the
  * same the auth service applies at sign-up.
  */

@@ -1,7 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * The session state behind the Redis hash the gateway reads (behaviour.md §7: revocation survives Redis):
+ * The session state behind the Redis hash the gateway reads (rules.md §7.9: revocation survives Redis):
  * the current role and the revocation time of each user who signed in. Redis is rebuilt from here.
  */
 export class Migration20261202000000_sessions extends Migration {

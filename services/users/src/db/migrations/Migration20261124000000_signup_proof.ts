@@ -1,7 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * How a sign-up proved the wallet's consent (behaviour.md §7 "Registration cannot be replayed"):
+ * How a sign-up proved the wallet's consent (rules.md §7.2 "A sign-up cannot be replayed"):
  * `legacy` = the constant `REGISTER` text, whose signature anyone who saw it can replay; `nonce` = a message
  * with a fresh GetNonce nonce (SIWE or `REGISTER: <nonce>`). A nonce-proven sign-up replaces a pending
  * legacy one of the same address; a pending nonce-proven one is never replaced while it is pending.

@@ -1,7 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * The two sources of a role (behaviour.md §7): what the chain said last (`chain_role`, and for facts from the
+ * The two sources of a role (rules.md §7.1): what the chain said last (`chain_role`, and for facts from the
  * indexer their chain position, so an older fact never overrides a newer one) and when an admin last set
  * the role. The newer of the two decides.
  */

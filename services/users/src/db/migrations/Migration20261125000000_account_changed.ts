@@ -1,7 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * `users.user.account-changed` for every change of a user's sign-in fields (behaviour.md §2 claims, the
+ * `users.user.account-changed` for every change of a user's sign-in fields (rules.md §2.13 claims, the
  * role, the chain role, verification) and every deletion, written to the outbox by a row trigger in the
  * changing transaction: no code path, not even SQL by hand, can change an account without saying so. The
  * auth service keeps a copy of the accounts it signs in and drops an entry on this event

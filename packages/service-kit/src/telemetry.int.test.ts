@@ -3,10 +3,9 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serviceNameOf, tracingWanted } from "./telemetry-env.ts";
 
 // The tracing preload in a real process (test/telemetry-probe.ts, started as serviceNodeArgs starts a
-// service), exporting to a real OTLP/HTTP receiver in this process.
+// service), exporting to a real OTLP/HTTP receiver in this process. When tracing is on: telemetry-env.test.ts.
 
 const root = join(import.meta.dirname, "..");
 let exports: { path: string; body: string }[] = [];
@@ -108,26 +107,5 @@ describe("the tracing preload", () => {
     const run = await probe({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" });
     expect(run.code).not.toBe(0);
     expect(run.stderr).toContain("OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported");
-  });
-});
-
-describe("when tracing is on, and as what", () => {
-  it("needs an endpoint, and OTEL_SDK_DISABLED not true", () => {
-    expect(tracingWanted({})).toBe(false);
-    expect(tracingWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: " " })).toBe(false);
-    expect(tracingWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" })).toBe(true);
-    expect(tracingWanted({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://collector:4318/v1/traces" })).toBe(
-      true,
-    );
-    expect(
-      tracingWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "true" }),
-    ).toBe(false);
-  });
-
-  it("names the service fundraise-<service>", () => {
-    expect(serviceNameOf({}, "services/users/src/main.ts")).toBe("fundraise-users");
-    expect(serviceNameOf({}, "/app/services/chain-indexer/dist/main.js")).toBe("fundraise-chain-indexer");
-    expect(serviceNameOf({ SERVICE: "auth" }, "whatever.js")).toBe("fundraise-auth");
-    expect(serviceNameOf({ OTEL_SERVICE_NAME: "custom" }, "services/users/src/main.ts")).toBe("custom");
   });
 });

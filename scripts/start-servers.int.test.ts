@@ -1,10 +1,11 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { redactUrl } from "@fundraise/bus";
 import { describe, expect, it } from "vitest";
 
 // `pnpm start` with a server missing: one line per server that does not answer, naming its URL (no
 // password) and how to get it, and a non-zero exit before any service starts. Ports 1 refuse at once.
+// With a bad LOG_FORMAT it stops earlier still. Each case starts the command (tsx): an integration file.
 const root = join(import.meta.dirname, "..");
 
 function start(env: Record<string, string>): Promise<{ code: number | null; stderr: string; ms: number }> {
@@ -52,4 +53,19 @@ describe("pnpm start without its servers", () => {
     expect(redactUrl("amqp://guest:guest@127.0.0.1:5672")).toBe("amqp://guest:***@127.0.0.1:5672");
     expect(redactUrl("not a url")).toBe("<unparseable url>");
   });
+});
+
+describe("pnpm start with a bad LOG_FORMAT", () => {
+  it("stops before starting anything, saying why", () => {
+    const run = spawnSync(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+      cwd: root,
+      env: { ...process.env, LOG_FORMAT: "xml" },
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/LOG_FORMAT must be json or pretty/);
+    expect(run.stdout).toBe("");
+    // tsx starting one process: 1–3 s on a quiet machine, over 5 s (the default) on a loaded one.
+  }, 40_000);
 });

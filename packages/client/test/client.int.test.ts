@@ -13,6 +13,8 @@ let token: string;
 const seen: Record<string, unknown> = {};
 /** How often a write or read of a name or id ran. */
 const runs = new Map<string, number>();
+/** Ends the first run of a "slow" add (it waits for the test). */
+let finishSlow: (() => void) | undefined;
 
 beforeAll(async () => {
   h = await createHarness({ AUTH_RATE_LIMIT_PER_MINUTE: "1000" });
@@ -45,8 +47,12 @@ beforeAll(async () => {
     if (name.startsWith("flaky") && run <= Number(name.split(" ")[1])) {
       throw errors.unavailable(ErrorCode.SERVICE_UNAVAILABLE, "The projects service is not available.");
     }
-    // "slow": the first run waits for the test, while copies of the call arrive.
-    if (name.startsWith("slow") && run === 1) await new Promise((resolve) => setTimeout(resolve, 300));
+    // "slow": the first run waits for the test (`finishSlow`), while copies of the call arrive.
+    if (name.startsWith("slow") && run === 1) {
+      await new Promise<void>((resolve) => {
+        finishSlow = resolve;
+      });
+    }
     return projectDto(name === "slow 1" || name.startsWith("flaky") ? 100 + run : 9, { projectName: name });
   });
   const address = await h.app.listen({ port: 0, host: "127.0.0.1" });
@@ -232,8 +238,13 @@ describe("sending a call again (retry)", () => {
     const b = recording({ baseUrl, retry: { attempts: 10, delayMs: 50 } });
     const headers = { "idempotency-key": `slow-${Date.now()}` };
     const first = a.client.POST("/Project/Add", { body: { projectName: "slow 1", fileHex }, headers });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const copy = await b.client.POST("/Project/Add", { body: { projectName: "slow 1", fileHex }, headers });
+    // Conditions, not a fixed wait: the first is under way (its run holds the key), and the copy was
+    // refused once (it sent again) before the first finishes.
+    await vi.waitFor(() => expect(runs.get("slow 1")).toBe(1), { timeout: 10_000 });
+    const copying = b.client.POST("/Project/Add", { body: { projectName: "slow 1", fileHex }, headers });
+    await vi.waitFor(() => expect(b.sent.length).toBeGreaterThan(1), { timeout: 10_000 });
+    finishSlow?.();
+    const copy = await copying;
     expect(copy).toEqual(await first);
     expect(runs.get("slow 1")).toBe(1);
     expect(b.sent.length).toBeGreaterThan(1);
