@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { basename, join } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { defineConfig } from "vitest/config";
 
 // `pnpm test:unit` (`pnpm test:unit:watch`): every test that needs no server. Each package's and service's
@@ -32,8 +32,14 @@ const projectDirs = ["packages", "services"]
   .concat("scripts")
   .filter((dir) => existsSync(join(dir, "vitest.config.ts")));
 
+// VITEST_JSON_REPORT=<file> (CI): the counts go to <file>.unit.json, which CI adds to the other runs'.
+const jsonReport = process.env.VITEST_JSON_REPORT;
+
 export default defineConfig({
   test: {
+    ...(jsonReport
+      ? { reporters: ["default", "json"], outputFile: { json: resolve(`${jsonReport}.unit.json`) } }
+      : {}),
     projects: projectDirs.map((dir) => ({
       extends: `./${dir}/vitest.config.ts`,
       root: dir,
