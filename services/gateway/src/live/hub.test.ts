@@ -331,6 +331,21 @@ describe("live hub: resume, duplicates and cut-offs", () => {
     expect(c.messages()).toHaveLength(1);
   });
 
+  it("a batch holding only a duplicate leaves a signed-in stream open (no session is judged for nothing)", async () => {
+    const s = system();
+    await s.hub.start();
+    const c = client();
+    s.sessions.set(7, { role: "Base", version: 1, revokedBelow: 0, deleted: false });
+    s.hub.subscribe(as(person(7, "Base")), c.connection, undefined);
+    s.project(1, open);
+    await s.change(1, "rated", { ...open, memberIds: [] }, "m-1");
+    await s.change(1, "rated", { ...open, memberIds: [] }, "m-1");
+    expect(c.state.ended).toBe(false);
+    await s.change(1, "renamed", { ...open, memberIds: [] }, "m-2");
+    expect(c.messages()).toHaveLength(2);
+    expect(c.state.ended).toBe(false);
+  });
+
   it("a slow subscriber is cut off past its buffer without holding up the others", async () => {
     const s = system({ maxBufferedBytes: 1000 });
     await s.hub.start();

@@ -120,8 +120,10 @@ export function createLiveHub(options: LiveHubOptions): LiveHub {
     let refused = false;
     if (caller) {
       // A session that cannot be read fails closed: the stream ends and resumes later, losing nothing.
+      // Undefined: not read, as a batch with nothing to show (duplicates only) needs no session.
       refused =
-        session === null || session === undefined || sessionError(session, s.identity.tokenVersion) !== null;
+        session === null ||
+        (session !== undefined && sessionError(session, s.identity.tokenVersion) !== null);
       // The role as a request with the same token would act with now (protocol `roleInSession`).
       if (!refused && session) caller.role = roleInSession(session, caller.role);
     }
