@@ -114,6 +114,9 @@ export function outageReason(error: unknown): string | undefined {
     const reasons = errors.map(outageReason);
     if (reasons.every((reason) => reason !== undefined)) return reasons[0];
   }
+  // A client's own error around the network's (fetch's "fetch failed", a chain client's ChainRpcError).
+  const { cause } = error as { cause?: unknown };
+  if (cause !== undefined && cause !== error) return outageReason(cause);
   return undefined;
 }
 

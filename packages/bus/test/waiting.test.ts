@@ -15,6 +15,14 @@ const refused = () =>
   Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), { code: "ECONNREFUSED", syscall: "connect" });
 
 describe("outageReason", () => {
+  it("reads the cause of a client's own error (fetch failed, a chain client's error)", () => {
+    const fetchFailed = new TypeError("fetch failed", { cause: refused() });
+    expect(outageReason(new Error("chain request failed", { cause: fetchFailed }))).toBe(
+      "connection refused",
+    );
+    expect(outageReason(new Error("bad response", { cause: new Error("invalid JSON") }))).toBeUndefined();
+  });
+
   it("names refused, unreachable, timed-out and reset connections, by code or by the client's words", () => {
     expect(outageReason(refused())).toBe("connection refused");
     expect(

@@ -95,6 +95,8 @@ export function startIndexer(options: IndexerOptions): Indexer {
     log.info({ block: cursor.number, startBlock: deployment.startBlock }, "writer lock taken; indexing");
     const sizer = createRangeSizer(options.range);
     let caughtUp = false;
+    // The chain node away: one line per burst of failed requests (no stack for a refused connection).
+    const waitingForChain = createWaitingLog({ log, what: "the chain node" });
 
     while (!stopping) {
       let step: "indexed" | "idle" | "retry";
@@ -148,9 +150,10 @@ export function startIndexer(options: IndexerOptions): Indexer {
           log.debug({ err: error, range: sizer.size }, "provider refused the range; shrinking it");
           continue;
         }
-        log.warn({ err: error }, "chain request failed; trying again");
+        waitingForChain.failed(error);
         step = "retry";
       }
+      if (step !== "retry") waitingForChain.connected();
       progress.logIfDue(log);
       if (step === "idle") {
         await Promise.race([
