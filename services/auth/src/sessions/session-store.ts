@@ -46,6 +46,14 @@ return f[4] or '0'
 /** `signIn`'s answer when the session holds a newer account version than the one read: read it again. */
 export const STALE = "stale";
 
+/** What an account change makes of its user's session: deletion clears the role; a revocation rises to it. */
+export const sessionOfChange = (change: SessionChange): SessionState => ({
+  role: change.deleted ? null : change.role,
+  version: change.version,
+  revokedBelow: change.revoke ? change.version : 0,
+  deleted: change.deleted,
+});
+
 /**
  * The session state the gateway reads on every authenticated request (packages/protocol `sessions.ts`),
  * kept in Postgres (`auth.session`, the copy that survives) and in Redis (the copy that is read). Every
@@ -127,13 +135,7 @@ export function createSessionStore(deps: {
   };
 
   return {
-    apply: (change) =>
-      merge(change.userId, {
-        role: change.deleted ? null : change.role,
-        version: change.version,
-        revokedBelow: change.revoke ? change.version : 0,
-        deleted: change.deleted,
-      }),
+    apply: (change) => merge(change.userId, sessionOfChange(change)),
 
     async signIn(account) {
       const held = await heldScript(

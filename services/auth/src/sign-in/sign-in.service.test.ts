@@ -42,6 +42,16 @@ const outcome = (call: Promise<unknown>) =>
     (error: { code?: string }) => error.code ?? String(error),
   );
 
+/** A signed-up, verified user on memory, its client, and a nonce issued to its address. */
+async function signedUpWithNonce() {
+  const h = await authOnMemory();
+  const wallet = newWallet();
+  h.users.seed(wallet.address);
+  const c = client(h);
+  const nonce = await c.nonce(wallet.address);
+  return { h, wallet, c, nonce };
+}
+
 describe("GetNonce", () => {
   it("issues an 8 to 10 digit nonce, outstanding for the address, the same for registered and unknown addresses", async () => {
     const h = await authOnMemory();
@@ -141,11 +151,7 @@ describe("login with the legacy `LOGIN: <nonce>`", () => {
   });
 
   it("consumes the nonce: the same signature replayed is refused, with or without the text", async () => {
-    const h = await authOnMemory();
-    const wallet = newWallet();
-    h.users.seed(wallet.address);
-    const c = client(h);
-    const nonce = await c.nonce(wallet.address);
+    const { wallet, c, nonce } = await signedUpWithNonce();
     const signature = await wallet.signMessage(`LOGIN: ${nonce}`);
     expect(await c.login(wallet.address, signature, `LOGIN: ${nonce}`)).toMatch(/^ey/);
     await expect(c.login(wallet.address, signature)).rejects.toMatchObject(loginFailed);
@@ -153,11 +159,7 @@ describe("login with the legacy `LOGIN: <nonce>`", () => {
   });
 
   it("a signature by another key consumes nothing: the owner still signs in with the nonce", async () => {
-    const h = await authOnMemory();
-    const wallet = newWallet();
-    h.users.seed(wallet.address);
-    const c = client(h);
-    const nonce = await c.nonce(wallet.address);
+    const { h, wallet, c, nonce } = await signedUpWithNonce();
     await expect(
       c.login(wallet.address, await newWallet().signMessage(`LOGIN: ${nonce}`)),
     ).rejects.toMatchObject(loginFailed);
@@ -200,11 +202,7 @@ describe("login with the legacy `LOGIN: <nonce>`", () => {
   });
 
   it("refuses malformed input with 400 naming the field, and leaves the nonce in place", async () => {
-    const h = await authOnMemory();
-    const wallet = newWallet();
-    h.users.seed(wallet.address);
-    const c = client(h);
-    const nonce = await c.nonce(wallet.address);
+    const { wallet, c, nonce } = await signedUpWithNonce();
     const signature = await wallet.signMessage(`LOGIN: ${nonce}`);
     for (const [call, field] of [
       [c.login("0x1234", signature), "address"],

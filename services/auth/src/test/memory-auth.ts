@@ -23,7 +23,7 @@ import type { ChainReader } from "../chain/chain.ts";
 import { type KeyStore, SIGNING_ALGORITHM } from "../keys/key-store.ts";
 import { createTokenIssuer } from "../keys/token-issuer.ts";
 import type { Mailer, VerificationMail } from "../mail/mailer.ts";
-import { type SessionStore, STALE } from "../sessions/session-store.ts";
+import { type SessionStore, STALE, sessionOfChange } from "../sessions/session-store.ts";
 import type { AccountCopy } from "../sign-in/account-copy.ts";
 import type { NonceStore } from "../sign-in/nonce-store.ts";
 import { type Counters, type Limit, type RateLimiter, rateLimited } from "../sign-in/rate-limiter.ts";
@@ -155,13 +155,7 @@ export function createMemorySessions(): SessionStore & { readonly states: Map<nu
   };
   return {
     states,
-    apply: async (change) =>
-      merge(change.userId, {
-        role: change.deleted ? null : change.role,
-        version: change.version,
-        revokedBelow: change.revoke ? change.version : 0,
-        deleted: change.deleted,
-      }),
+    apply: async (change) => merge(change.userId, sessionOfChange(change)),
     async signIn(account) {
       const state = merge(account.id, {
         role: account.role,
