@@ -102,6 +102,9 @@ describe("projects.content.release", () => {
     const file = uniqueBytes(410);
     const ref = (await addContent(h.ipfsUrl, { file, image: null }))!;
     const dto = await addWith(caller, ref);
+    // Recorded before the deletion: `taken` and `dropped` come on separate queues, and a `taken` handled
+    // after its `dropped` records a live row the sweep releases later (reconcile.ts, part c), not at once.
+    await expect.poll(() => isRecorded(h, dto.fileHash), { timeout: 15_000 }).toBe(true);
     await h.client.call(ProjectsRpc.delete, { caller, id: dto.projectID });
     await letGo(dto.fileHash);
     // An unpinner of its own (as the gateway for a refused write): released, its unpin not confirmed yet.
