@@ -10,6 +10,79 @@ async function rabbitmqctl(...args: string[]): Promise<string> {
   return stdout;
 }
 
+/** The broker's management HTTP API: RABBITMQ_API_URL, else port 15672 on AMQP_URL's host, its user. */
+function managementUrl(): URL {
+  if (process.env.RABBITMQ_API_URL) return new URL(process.env.RABBITMQ_API_URL);
+  const amqp = new URL(process.env.AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672");
+  const api = new URL(`http://${amqp.hostname}:15672/`);
+  api.username = amqp.username || "guest";
+  api.password = amqp.password || "guest";
+  return api;
+}
+
+type Admin = (method: "PUT" | "DELETE", path: string, body?: unknown) => Promise<void>;
+
+/**
+ * How this process changes vhosts and permissions: the management API when it answers (a few ms a call;
+ * `scripts/infra-up.sh` enables it), else `rabbitmqctl`, which boots an Erlang VM each call (about a
+ * second of CPU). Asked once per process.
+ */
+let admin: Promise<Admin | null> | undefined;
+function managementApi(): Promise<Admin | null> {
+  admin ??= (async () => {
+    const url = managementUrl();
+    const authorization = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString("base64")}`;
+    url.username = "";
+    url.password = "";
+    const call: Admin = async (method, path, body) => {
+      const res = await fetch(new URL(path, url), {
+        method,
+        headers: { authorization, "content-type": "application/json" },
+        body: body === undefined ? null : JSON.stringify(body),
+        signal: AbortSignal.timeout(30_000),
+      });
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+    };
+    const answers = await fetch(new URL("api/overview", url), {
+      headers: { authorization },
+      signal: AbortSignal.timeout(2_000),
+    }).then(
+      (res) => res.ok,
+      () => false,
+    );
+    return answers ? call : null;
+  })();
+  return admin;
+}
+
+const ALL = { configure: ".*", write: ".*", read: ".*" };
+const vhostPath = (vhost: string) => `api/vhosts/${encodeURIComponent(vhost)}`;
+const permissionsPath = (vhost: string) => `api/permissions/${encodeURIComponent(vhost)}/guest`;
+
+async function addVhost(vhost: string): Promise<void> {
+  const api = await managementApi();
+  if (api) {
+    await api("PUT", vhostPath(vhost));
+    await api("PUT", permissionsPath(vhost), ALL);
+    return;
+  }
+  await rabbitmqctl("add_vhost", vhost);
+  await rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
+}
+
+async function setAccess(vhost: string, allowed: boolean): Promise<void> {
+  const api = await managementApi();
+  if (api) return api(allowed ? "PUT" : "DELETE", permissionsPath(vhost), allowed ? ALL : undefined);
+  if (allowed) await rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
+  else await rabbitmqctl("clear_permissions", "-p", vhost, "guest");
+}
+
+async function deleteVhost(vhost: string): Promise<void> {
+  const api = await managementApi();
+  if (api) return api("DELETE", vhostPath(vhost));
+  await rabbitmqctl("delete_vhost", vhost);
+}
+
 export interface TestVhost {
   /** The broker URL with this vhost, e.g. amqp://guest:guest@127.0.0.1:5672/bus_test_1a2b3c4d. */
   url: string;
@@ -32,12 +105,13 @@ export interface TestVhost {
 
 /**
  * A throwaway vhost for one test file: queues, exchanges and connections of parallel test files never
- * meet. Needs `rabbitmqctl` (root, or the rabbitmq user). Base URL from AMQP_URL or the local default.
+ * meet. Made and removed through the management API where it answers, else `rabbitmqctl` (root, or the
+ * rabbitmq user), which also counts queues and closes connections (the API's figures lag by seconds).
+ * Base URL from AMQP_URL or the local default.
  */
 export async function createTestVhost(prefix = "bus_test"): Promise<TestVhost> {
   const vhost = `${prefix}_${randomBytes(4).toString("hex")}`;
-  await rabbitmqctl("add_vhost", vhost);
-  await rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
+  await addVhost(vhost);
   const base = new URL(process.env.AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672");
   base.pathname = `/${encodeURIComponent(vhost)}`;
   const allQueueCounts = async () => {
@@ -62,21 +136,15 @@ export async function createTestVhost(prefix = "bus_test"): Promise<TestVhost> {
     async dropConnections(reason = "test") {
       await rabbitmqctl("close_all_connections", "-p", vhost, reason);
     },
-    async denyAccess() {
-      await rabbitmqctl("clear_permissions", "-p", vhost, "guest");
-    },
-    async allowAccess() {
-      await rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
-    },
+    denyAccess: () => setAccess(vhost, false),
+    allowAccess: () => setAccess(vhost, true),
     allQueueCounts,
     async queueCounts(queue) {
       const counts = (await allQueueCounts()).get(queue);
       if (!counts) throw new Error(`no queue ${queue} in ${vhost}`);
       return counts;
     },
-    async dispose() {
-      await rabbitmqctl("delete_vhost", vhost);
-    },
+    dispose: () => deleteVhost(vhost),
   };
 }
 
