@@ -18,6 +18,7 @@ export default defineConfig({
       "services/*/vitest.config.ts",
       "scripts/vitest.config.ts",
       "e2e/vitest.config.ts",
+      "e2e/vitest.own.config.ts",
     ],
     ...(jsonReport ? { reporters: ["default", "json"], outputFile: { json: jsonReport } } : {}),
   },

@@ -27,7 +27,7 @@ export default defineConfig({
   test: {
     // As in vitest.config.ts: most files wait on the servers; three at a time on two cores.
     maxWorkers: 3,
-    projects: [...projectDirs.map(integrationOf), "e2e/vitest.config.ts"],
+    projects: [...projectDirs.map(integrationOf), "e2e/vitest.config.ts", "e2e/vitest.own.config.ts"],
     ...(jsonReport ? { reporters: ["default", "json"], outputFile: { json: jsonReport } } : {}),
   },
 });

@@ -15,6 +15,7 @@ import {
   type ProjectDto,
   type User,
 } from "./projects-kit.ts";
+import { testServiceCode } from "./service-code.ts";
 import { type SharedSystem, sharedSystem } from "./shared.ts";
 
 // Input the gateway once refused or coerced, on the running system (rules.md §8): long markdown in
@@ -349,7 +350,7 @@ describe("a client that goes away mid-request", () => {
   beforeAll(async () => {
     const port = await freePort();
     replicaUrl = `http://127.0.0.1:${port}`;
-    replica = spawn(process.execPath, serviceNodeArgs("gateway"), {
+    replica = spawn(process.execPath, serviceNodeArgs("gateway", [], testServiceCode()), {
       cwd: join(import.meta.dirname, ".."),
       env: {
         ...process.env,

@@ -18,6 +18,7 @@ import { createTestDatabase } from "@fundraise/service-kit/testing";
 import { type ParsedMail, simpleParser } from "mailparser";
 import { SMTPServer } from "smtp-server";
 import { freePort, type ServiceCode, serviceNodeArgs, stopProcess } from "../scripts/lib/processes.ts";
+import { assertBundlesCurrent, testServiceCode } from "./service-code.ts";
 
 const root = join(import.meta.dirname, "..");
 
@@ -170,7 +171,10 @@ export async function startSystem(
      * environment on a port of its own, listed in `gatewayUrls`. Only when the run has a gateway.
      */
     extraGateways?: number;
-    /** Each service from its TypeScript sources through tsx (the default) or from `pnpm build`'s output. */
+    /**
+     * Each service from its TypeScript sources through tsx or from `pnpm build`'s output; by default as
+     * E2E_SERVICE_CODE says (service-code.ts), sources when unset.
+     */
     code?: ServiceCode;
     /** A broker of the run's own (its whole node, say): no vhost is made on the shared one. */
     amqpUrl?: string;
@@ -179,6 +183,8 @@ export async function startSystem(
   } = {},
 ): Promise<System> {
   const services = options.services ?? ALL_SERVICES;
+  const code = options.code ?? testServiceCode();
+  if (code === "built") assertBundlesCurrent(services);
   const stateDir = mkdtempSync(join(tmpdir(), "fundraise-e2e-"));
   const extraGateways = services.includes("gateway") ? (options.extraGateways ?? 0) : 0;
   const [db, vhost, anvil, smtp, gatewayPorts, firstIpfs] = await Promise.all([
@@ -225,11 +231,11 @@ export async function startSystem(
   let output = "";
   // Services that said they serve (runService's "ready" over the IPC channel).
   const serving = new Set<string>();
-  const spawnService = (name: string, extraEnv: Record<string, string> = {}, code = options.code) => {
+  const spawnService = (name: string, extraEnv: Record<string, string> = {}, serviceCode = code) => {
     // SERVICE_NODE_FLAGS adds Node flags to every service, e.g. `--cpu-prof --cpu-prof-dir=.local/prof`
     // to profile a benchmark (NODE_OPTIONS refuses --cpu-prof).
     const flags = (process.env.SERVICE_NODE_FLAGS ?? "").split(" ").filter(Boolean);
-    const child = spawn(process.execPath, serviceNodeArgs(name, flags, code), {
+    const child = spawn(process.execPath, serviceNodeArgs(name, flags, serviceCode), {
       cwd: root,
       env: { ...env, ...options.serviceEnv?.[name], ...extraEnv },
       stdio: ["ignore", "pipe", "pipe", "ipc"],

@@ -1,4 +1,5 @@
 import { defineProject } from "vitest/config";
+import { OWN_SYSTEM_FILES } from "./own-system.ts";
 
 export default defineProject({
   test: {
@@ -6,7 +7,8 @@ export default defineProject({
     include: ["**/*.test.ts"],
     // The short chaos run holds half of Postgres's connections: it runs alone, after every other file
     // (chaos.vitest.config.ts, `pnpm test:chaos`).
-    exclude: ["chaos.test.ts", "**/node_modules/**"],
+    // The files with a system of their own are the e2e-own project's (vitest.own.config.ts).
+    exclude: ["chaos.test.ts", ...OWN_SYSTEM_FILES, "**/node_modules/**"],
     // One system for the files that can share it (shared.ts), started on first use.
     globalSetup: ["./global-setup.ts"],
     // Files on the shared system see each other's writes (an admin's stream, the hot lists' versions):
