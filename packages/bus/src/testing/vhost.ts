@@ -59,15 +59,12 @@ const ALL = { configure: ".*", write: ".*", read: ".*" };
 const vhostPath = (vhost: string) => `api/vhosts/${encodeURIComponent(vhost)}`;
 const permissionsPath = (vhost: string) => `api/permissions/${encodeURIComponent(vhost)}/guest`;
 
+/** A new vhost, open to the guest user. */
 async function addVhost(vhost: string): Promise<void> {
   const api = await managementApi();
-  if (api) {
-    await api("PUT", vhostPath(vhost));
-    await api("PUT", permissionsPath(vhost), ALL);
-    return;
-  }
-  await rabbitmqctl("add_vhost", vhost);
-  await rabbitmqctl("set_permissions", "-p", vhost, "guest", ".*", ".*", ".*");
+  if (api) await api("PUT", vhostPath(vhost));
+  else await rabbitmqctl("add_vhost", vhost);
+  await setAccess(vhost, true);
 }
 
 async function setAccess(vhost: string, allowed: boolean): Promise<void> {
