@@ -15,6 +15,8 @@ export default defineProject({
     // they run one at a time, after the other projects' files (which run three at a time).
     fileParallelism: false,
     sequence: { groupOrder: 1 },
+    // Workers reused across files, as the services' server files (vitest.int.config.ts).
+    isolate: false,
     testTimeout: 180_000,
     hookTimeout: 180_000,
   },
