@@ -103,11 +103,13 @@ export async function enqueue<D extends EventDescriptor>(
   const id = options.messageId ?? randomUUID();
   const { body, contentType } = encodeBody(payload);
   const headers = rowHeaders(options.context);
+  // The row and the relay's wake-up in one statement: a data-modifying WITH runs whatever the query reads.
   await executor.query(
-    `INSERT INTO ${schema}.outbox (id, event_name, payload, content_type, headers) VALUES ($1, $2, $3, $4, $5)`,
-    [id, descriptor.name, body, contentType, JSON.stringify(headers)],
+    `WITH queued AS (INSERT INTO ${schema}.outbox (id, event_name, payload, content_type, headers)
+       VALUES ($1, $2, $3, $4, $5))
+     SELECT pg_notify($6, '')`,
+    [id, descriptor.name, body, contentType, JSON.stringify(headers), outboxChannelOf(schema)],
   );
-  await executor.query("SELECT pg_notify($1, '')", [outboxChannelOf(schema)]);
   return id;
 }
 
@@ -159,14 +161,20 @@ export async function enqueueMany(
     return { id: randomUUID(), name: descriptor.name, body: body.toString("base64"), contentType, headers };
   });
   for (let start = 0; start < rows.length; start += ENQUEUE_CHUNK) {
-    // One JSON parameter (not arrays): it binds the same through pg and through an ORM's executor.
+    // One JSON parameter (not arrays): it binds the same through pg and through an ORM's executor. The
+    // last chunk wakes the relay in its own statement (a data-modifying WITH runs whatever the query reads):
+    // a transaction's events cost one round trip.
     await executor.query(
-      `INSERT INTO ${schema}.outbox (id, event_name, payload, content_type, headers)
-       SELECT (r->>'id')::uuid, r->>'name', decode(r->>'body', 'base64'), r->>'contentType', r->'headers'
-       FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(r, n) ORDER BY n`,
-      [JSON.stringify(rows.slice(start, start + ENQUEUE_CHUNK))],
+      `WITH queued AS (INSERT INTO ${schema}.outbox (id, event_name, payload, content_type, headers)
+         SELECT (r->>'id')::uuid, r->>'name', decode(r->>'body', 'base64'), r->>'contentType', r->'headers'
+         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(r, n) ORDER BY n)
+       SELECT pg_notify($2, '') WHERE $3::boolean`,
+      [
+        JSON.stringify(rows.slice(start, start + ENQUEUE_CHUNK)),
+        outboxChannelOf(schema),
+        start + ENQUEUE_CHUNK >= rows.length,
+      ],
     );
   }
-  await executor.query("SELECT pg_notify($1, '')", [outboxChannelOf(schema)]);
   return rows.map((r) => r.id);
 }
