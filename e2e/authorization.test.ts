@@ -1,6 +1,7 @@
 import { waitFor } from "@fundraise/bus/testing";
 import { ADMIN_ROLE, confirm, createProvider, registryAt, UserStatus } from "@fundraise/contracts";
-import { type HDNodeWallet, Wallet } from "ethers";
+import { randomWallet } from "@fundraise/contracts/testing";
+import { Wallet } from "ethers";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -14,7 +15,7 @@ const ROLES = ["anonymous", "Base", "Blacklist", "Whitelist", "Viewer", "Admin"]
 type Role = (typeof ROLES)[number];
 
 let sys: SharedSystem;
-const callers = new Map<Role, { wallet: HDNodeWallet; token: string | undefined; id: number }>();
+const callers = new Map<Role, { wallet: Wallet; token: string | undefined; id: number }>();
 let n = 0;
 
 const client = createClient(() => sys);
@@ -50,7 +51,7 @@ async function newUser(role: Exclude<Role, "anonymous">, via = client) {
 beforeAll(async () => {
   sys = await sharedSystem();
   for (const role of ROLES) {
-    if (role === "anonymous") callers.set(role, { wallet: Wallet.createRandom(), token: undefined, id: 0 });
+    if (role === "anonymous") callers.set(role, { wallet: randomWallet(), token: undefined, id: 0 });
     else callers.set(role, await newUser(role));
   }
 });
@@ -111,7 +112,7 @@ describe("authorization matrix", () => {
       "POST /Authentication/Login",
       async () =>
         each(async (t, r) => {
-          const wallet = callers.get(r)?.wallet as HDNodeWallet;
+          const wallet = callers.get(r)?.wallet as Wallet;
           const nonce = await call("GET", `/Authentication/GetNonce/${wallet.address}`);
           return call("POST", "/Authentication/Login", t, {
             address: wallet.address,
@@ -125,7 +126,7 @@ describe("authorization matrix", () => {
       "POST /Authentication/Register",
       async () =>
         each(async (t) => {
-          const wallet = Wallet.createRandom();
+          const wallet = randomWallet();
           const username = `reg_${++n}_${wallet.address.slice(2, 8).toLowerCase()}`;
           return call("POST", "/Authentication/Register", t, {
             name: "R",
@@ -242,7 +243,7 @@ async function roleStory(userId: number, blockNumber: number): Promise<string> {
  * again (through `via`) and holds the admin's role. Answers the new token.
  */
 async function adminSetsRoleThenSignIn(
-  user: { wallet: HDNodeWallet; token: string },
+  user: { wallet: Wallet; token: string },
   role: Exclude<Role, "anonymous">,
   via = client,
 ): Promise<string> {

@@ -6,7 +6,7 @@
  * X-Forwarded-For, which the shared system's gateway believes) and its usernames carry a tag of its own.
  */
 import { randomBytes, randomInt } from "node:crypto";
-import { Wallet } from "ethers";
+import { randomWallet } from "@fundraise/contracts/testing";
 import { expect } from "vitest";
 import type { RunningSystem } from "./system.ts";
 
@@ -52,7 +52,7 @@ export function createClient(system: () => RunningSystem) {
   }
 
   let counter = 0;
-  const newWallet = () => Wallet.createRandom();
+  const newWallet = () => randomWallet();
 
   async function register(wallet: Signer, name = `user_${tag}_${++counter}`) {
     const mailAddress = `${name}@example.org`;

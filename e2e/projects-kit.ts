@@ -10,7 +10,7 @@ import { ADMIN_ROLE, confirm, createProvider, registryAt, UserStatus } from "@fu
 import { cidOfDigestHex, digestHexOf, kuboDirectoryCidOf } from "@fundraise/ipfs-node";
 import { ChainEvents } from "@fundraise/protocol";
 import { silentLogger } from "@fundraise/service-kit";
-import { type HDNodeWallet, Wallet } from "ethers";
+import { Wallet } from "ethers";
 import { expect } from "vitest";
 import type { Answer, createClient } from "./client.ts";
 import type { SharedSystem } from "./shared.ts";
@@ -18,7 +18,7 @@ import type { SharedSystem } from "./shared.ts";
 export type ChainRole = "Base" | "Blacklist" | "Whitelist" | "Viewer" | "Admin";
 
 export interface User {
-  wallet: HDNodeWallet;
+  wallet: Wallet;
   token: string;
   id: number;
   username: string;

@@ -3,7 +3,8 @@
  * sign-up and sign-in; and writes that carry an Idempotency-Key and are retried with it.
  */
 import { randomBytes, randomInt } from "node:crypto";
-import { Wallet } from "ethers";
+import { randomWallet } from "@fundraise/contracts/testing";
+import type { Wallet } from "ethers";
 import type { System } from "../../../e2e/system.ts";
 import { type ChaosReport, noteExample } from "./report.ts";
 import { sleep } from "./util.ts";
@@ -140,7 +141,7 @@ async function until<T>(what: string, attempt: () => Promise<T | null>, ms = 60_
 
 /** A new user with an address and a forwarded IP of its own: registered, its mail verified, signed in. */
 export async function signUp(client: ChaosClient, mailbox: System["mailbox"], n: number): Promise<Worker> {
-  const wallet = Wallet.createRandom() as unknown as Wallet;
+  const wallet = randomWallet();
   const ip = `198.${randomInt(18, 20)}.${randomInt(0, 256)}.${randomInt(1, 255)}`;
   const username = `chaos_${randomBytes(3).toString("hex")}_${n}`;
   const mailAddress = `${username}@example.org`;

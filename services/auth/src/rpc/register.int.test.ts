@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { waitFor } from "@fundraise/bus/testing";
 import { AuthEvents, AuthRpc, type PayloadOf, UsersRpc } from "@fundraise/protocol";
-import type { HDNodeWallet } from "ethers";
+import type { Wallet } from "ethers";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { LINK_EXPIRED_MESSAGE, MAIL_NOT_SENT_MESSAGE, VERIFIED_MESSAGE } from "../sign-up/sign-up.service.ts";
 import {
@@ -57,7 +57,7 @@ function form(overrides: Record<string, string | null> = {}) {
 
 /** Register as a client does: the signature of `message` (default: the legacy `REGISTER`), sent alone or with it. */
 async function register(
-  wallet: HDNodeWallet,
+  wallet: Wallet,
   fields = form(),
   message?: string,
   options: { from?: { ip: string }; signedMessage?: string } = {},
@@ -71,7 +71,7 @@ async function register(
 }
 
 /** `REGISTER: <nonce>` with a nonce from GetNonce. */
-async function registerWithNonce(wallet: HDNodeWallet, fields = form()) {
+async function registerWithNonce(wallet: Wallet, fields = form()) {
   const nonce = await h.client.call(AuthRpc.nonce, { address: wallet.address, origin });
   return { ...(await register(wallet, fields, `REGISTER: ${nonce}`)), nonce };
 }

@@ -1,7 +1,7 @@
 import { testMessageContext, waitFor } from "@fundraise/bus/testing";
 import { registryAt, UserStatus, waitForReceipt } from "@fundraise/contracts";
 import { AuthRpc, UsersRpc } from "@fundraise/protocol";
-import type { HDNodeWallet } from "ethers";
+import type { Wallet } from "ethers";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAccountCopy } from "../sign-in/account-copy.ts";
 import { LOGIN_FAILED_MESSAGE } from "../sign-in/sign-in.service.ts";
@@ -69,7 +69,7 @@ async function setChainStatus(address: string, status: number) {
 }
 
 /** A verified user of the users service with this wallet. */
-const signedUp = (wallet: HDNodeWallet, fields: Parameters<Harness["users"]["seed"]>[0] | object = {}) =>
+const signedUp = (wallet: Wallet, fields: Parameters<Harness["users"]["seed"]>[0] | object = {}) =>
   h.users.seed({ address: wallet.address, ...fields });
 
 describe("GetNonce", () => {
@@ -540,12 +540,12 @@ describe("the account copy (docs/adr/0012-the-account-copy.md)", () => {
   const lookups = (address: string) =>
     h.users.requests(UsersRpc.byAddress).filter((r) => r.address.toLowerCase() === address.toLowerCase())
       .length;
-  const entryKey = (wallet: HDNodeWallet) => `${h.prefix}account:${wallet.address.toLowerCase()}`;
+  const entryKey = (wallet: Wallet) => `${h.prefix}account:${wallet.address.toLowerCase()}`;
   /**
    * A verified user, signed in once, whose account's changes so far (the verification, then the chain role
    * the first sign-in told the users service) have both reached auth; not in the copy.
    */
-  const settledUser = async (wallet: HDNodeWallet) => {
+  const settledUser = async (wallet: Wallet) => {
     const user = await signedUp(wallet);
     await legacyLogin(h, wallet, origin);
     const generation = `${h.prefix}account-gen:${wallet.address.toLowerCase()}`;

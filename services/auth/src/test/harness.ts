@@ -8,6 +8,7 @@ import {
   type AnvilInstance,
   deployFresh,
   type FreshDeployment,
+  randomWallet,
   startAnvil,
 } from "@fundraise/contracts/testing";
 import {
@@ -22,7 +23,7 @@ import type { Logger } from "@fundraise/service-kit";
 import { startServiceHarness } from "@fundraise/service-kit/testing";
 import { startUsersApp } from "@fundraise/users/src/app.ts";
 import { loadConfig as loadUsersConfig } from "@fundraise/users/src/config.ts";
-import { getAddress, type HDNodeWallet, Wallet } from "ethers";
+import { getAddress, Wallet } from "ethers";
 import { Redis } from "ioredis";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import type pg from "pg";
@@ -223,7 +224,7 @@ function usersService(client: Bus, sql: pg.Pool, calls: Calls): UsersService {
 export const origin = { ip: "127.0.0.1" };
 
 /** A fresh wallet per test: rate limits and nonces of one test never touch another's. */
-export const newWallet = (): HDNodeWallet => Wallet.createRandom();
+export const newWallet = (): Wallet => randomWallet();
 
 let ipCounter = 0;
 /** A client IP no other test of the run uses (TEST-NET-3 and a documentation IPv6 prefix). */
@@ -235,7 +236,7 @@ export const newOrigin = (): { ip: string } => {
 };
 
 /** GetNonce then a legacy `LOGIN: <nonce>` signature, as the existing web client does (no `message`). */
-export async function legacyLogin(h: Harness, wallet: HDNodeWallet, from = origin): Promise<string> {
+export async function legacyLogin(h: Harness, wallet: Wallet, from = origin): Promise<string> {
   const nonce = await h.client.call(AuthRpc.nonce, { address: wallet.address, origin: from });
   const signedMessage = await wallet.signMessage(`LOGIN: ${nonce}`);
   return h.client.call(AuthRpc.login, { login: { address: wallet.address, signedMessage }, origin: from });
