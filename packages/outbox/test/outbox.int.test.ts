@@ -151,9 +151,13 @@ describe("outbox", () => {
       expect(stored).toEqual([{ name: "f", cid: "bafy-test", sizes: [9, 8, 7] }]);
       // enqueueMany's rows wake it too (the notification travels in the insert's statement).
       await transaction(db.pool, (tx) =>
-        enqueueMany(tx, [{ descriptor: TestEvents.stored, payload: { name: "g", cid: "bafy-g", sizes: [1] } }], {
-          schema: "projects",
-        }),
+        enqueueMany(
+          tx,
+          [{ descriptor: TestEvents.stored, payload: { name: "g", cid: "bafy-g", sizes: [1] } }],
+          {
+            schema: "projects",
+          },
+        ),
       );
       await waitFor(() => stored.length === 2, 10_000, "the notified publish of enqueueMany's row");
       expect(stored[1]).toEqual({ name: "g", cid: "bafy-g", sizes: [1] });

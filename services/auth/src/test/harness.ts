@@ -23,7 +23,7 @@ import type { Logger } from "@fundraise/service-kit";
 import { startServiceHarness } from "@fundraise/service-kit/testing";
 import { startUsersApp } from "@fundraise/users/src/app.ts";
 import { loadConfig as loadUsersConfig } from "@fundraise/users/src/config.ts";
-import { getAddress, Wallet } from "ethers";
+import { getAddress, type Wallet } from "ethers";
 import { Redis } from "ioredis";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import type pg from "pg";
