@@ -60,9 +60,12 @@ export function createMailer(options: {
 }): Mailer {
   const { log } = options;
   if (options.smtpUrl) {
-    // Bounded, so a dead mail server cannot hold Register past its RPC deadline (20 s).
+    // Bounded, so a dead mail server cannot hold Register past its RPC deadline (20 s). Pooled: a mail
+    // goes over an open connection (MAIL, RCPT, DATA), not a new one each (connect, greeting, EHLO, …, QUIT).
     const transport = nodemailer.createTransport({
       url: options.smtpUrl,
+      pool: true,
+      maxConnections: 4,
       connectionTimeout: 5_000,
       greetingTimeout: 5_000,
       socketTimeout: 10_000,

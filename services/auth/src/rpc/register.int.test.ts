@@ -257,6 +257,23 @@ describe("register and verify", () => {
     expect(registered.filter((e) => e.userId === Number(first))).toHaveLength(1);
   });
 
+  it("sends sign-ups' mail over open connections, and again after the mail server dropped them", async () => {
+    const before = h.smtp.connections;
+    const sent = [form(), form(), form()];
+    for (const fields of sent) await register(newWallet(), fields);
+    for (const fields of sent) await h.smtp.next(fields.mailAddress);
+    // Pooled: three mails one after the other took at most one new connection (none when one was open).
+    expect(h.smtp.connections - before).toBeLessThanOrEqual(1);
+    // The server closed them (a restart, an idle timeout): the next sign-up's mail still goes out.
+    h.smtp.dropConnections();
+    const dropped = h.smtp.connections;
+    const after = form();
+    const answer = await register(newWallet(), after);
+    expect(answer.note).toBeNull();
+    expect(verificationLinkIn(await h.smtp.next(after.mailAddress)).email).toBe(after.mailAddress);
+    expect(h.smtp.connections).toBeGreaterThan(dropped);
+  });
+
   it("passes the users service's 409 through, naming the clash", async () => {
     const first = await register(newWallet());
     const failure = await failureOf(

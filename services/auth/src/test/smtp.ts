@@ -1,4 +1,5 @@
 import { type ParsedMail, simpleParser } from "mailparser";
+import type { Socket } from "node:net";
 import { SMTPServer } from "smtp-server";
 
 export interface ReceivedMail {
@@ -15,6 +16,10 @@ export interface TestSmtpServer {
   received: ReceivedMail[];
   /** While true, every recipient is refused with 550 (the mail-failure path). */
   refuse: boolean;
+  /** Closes every open client connection, as a restarting or idle-closing mail server does. */
+  dropConnections(): void;
+  /** Client connections accepted so far. */
+  readonly connections: number;
   /** Waits until a mail to `to` arrived after `seen` others, and returns it. */
   next(to: string, seen?: number): Promise<ReceivedMail>;
   close(): Promise<void>;
@@ -52,6 +57,13 @@ export async function startTestSmtpServer(): Promise<TestSmtpServer> {
         .catch((error: Error) => callback(error));
     },
   });
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  server.server.on("connection", (socket: Socket) => {
+    connections += 1;
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => resolve());
@@ -66,6 +78,12 @@ export async function startTestSmtpServer(): Promise<TestSmtpServer> {
     },
     set refuse(value: boolean) {
       state.refuse = value;
+    },
+    dropConnections() {
+      for (const socket of sockets) socket.destroy();
+    },
+    get connections() {
+      return connections;
     },
     async next(to, seen = 0) {
       const deadline = Date.now() + 10_000;
