@@ -1,5 +1,5 @@
-import { type ParsedMail, simpleParser } from "mailparser";
 import type { Socket } from "node:net";
+import { type ParsedMail, simpleParser } from "mailparser";
 import { SMTPServer } from "smtp-server";
 
 export interface ReceivedMail {
