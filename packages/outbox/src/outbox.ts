@@ -98,19 +98,8 @@ export async function enqueue<D extends EventDescriptor>(
   payload: PayloadOf<D>,
   options: EnqueueOptions = {},
 ): Promise<string> {
-  validatorOf(descriptor.payload).assert(payload, `${descriptor.name} event`);
-  const schema = checkSchema(options.schema ?? "public");
-  const id = options.messageId ?? randomUUID();
-  const { body, contentType } = encodeBody(payload);
-  const headers = rowHeaders(options.context);
-  // The row and the relay's wake-up in one statement: a data-modifying WITH runs whatever the query reads.
-  await executor.query(
-    `WITH queued AS (INSERT INTO ${schema}.outbox (id, event_name, payload, content_type, headers)
-       VALUES ($1, $2, $3, $4, $5))
-     SELECT pg_notify($6, '')`,
-    [id, descriptor.name, body, contentType, JSON.stringify(headers), outboxChannelOf(schema)],
-  );
-  return id;
+  const [id] = await writeEvents(executor, [{ descriptor, payload, messageId: options.messageId }], options);
+  return id as string;
 }
 
 /**
@@ -144,21 +133,31 @@ const ENQUEUE_CHUNK = 2_000;
 
 /**
  * `enqueue` for many events at once (an indexer's block range): the same rows, published in the order
- * given, with a few statements instead of two per event. Every payload is validated first; returns the
+ * given, in one statement per 2,000 events. Every payload is validated first; returns the
  * messageIds in order.
  */
-export async function enqueueMany(
+export function enqueueMany(
   executor: SqlExecutor,
   items: readonly OutboxItem[],
   options: Omit<EnqueueOptions, "messageId"> = {},
 ): Promise<string[]> {
+  return writeEvents(executor, items, options);
+}
+
+/** The rows of `enqueue` and `enqueueMany`, and the relay's wake-up, in as few statements as the chunks. */
+async function writeEvents(
+  executor: SqlExecutor,
+  items: readonly (OutboxItem & { messageId?: string | undefined })[],
+  options: Omit<EnqueueOptions, "messageId">,
+): Promise<string[]> {
   if (items.length === 0) return [];
   const schema = checkSchema(options.schema ?? "public");
   const headers = rowHeaders(options.context);
-  const rows = items.map(({ descriptor, payload }) => {
+  const rows = items.map(({ descriptor, payload, messageId }) => {
     validatorOf(descriptor.payload).assert(payload, `${descriptor.name} event`);
     const { body, contentType } = encodeBody(payload);
-    return { id: randomUUID(), name: descriptor.name, body: body.toString("base64"), contentType, headers };
+    const id = messageId ?? randomUUID();
+    return { id, name: descriptor.name, body: body.toString("base64"), contentType, headers };
   });
   for (let start = 0; start < rows.length; start += ENQUEUE_CHUNK) {
     // One JSON parameter (not arrays): it binds the same through pg and through an ORM's executor. The

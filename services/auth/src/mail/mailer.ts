@@ -65,7 +65,6 @@ export function createMailer(options: {
     const transport = nodemailer.createTransport({
       url: options.smtpUrl,
       pool: true,
-      maxConnections: 4,
       connectionTimeout: 5_000,
       greetingTimeout: 5_000,
       socketTimeout: 10_000,
