@@ -327,3 +327,18 @@ describe("following the head", () => {
     expect(String(await redis.hget(answers, `whitelisted:${address}`))).not.toContain('"whitelisted":false');
   });
 });
+
+describe("the head an admin's change is dated by (rules.md §7.1)", () => {
+  it("is the node's head when asked, not the one the indexer last saw (indexing stopped, blocks mined)", async () => {
+    const app = h.apps[0] as ChainIndexerApp;
+    await app.closeIntake?.();
+    const before = await h.client.call(ChainRpc.progress, {});
+    for (let i = 0; i < 3; i++) await chain.provider.send("evm_mine", []);
+    const head = await chain.provider.getBlockNumber();
+    const progress = await h.client.call(ChainRpc.progress, {});
+    expect(progress.headBlock).toBe(head);
+    expect(head).toBe(before.headBlock + 3);
+    // Nothing was indexed meanwhile: the head came from the node.
+    expect(progress.indexedBlock).toBe(before.indexedBlock);
+  });
+});

@@ -73,6 +73,7 @@ export async function startChainIndexerApp(deps: AppDeps<ChainIndexerConfig>): P
     bus,
     createChainReads(() => pool, deployment.chainId, hotKeys),
     progress,
+    () => chain.blockNumber(),
   );
   const newHeads = chain.newHeads({ log });
   shutdown.add("new heads", () => newHeads.close());

@@ -3,8 +3,21 @@ import { ChainRpc } from "@fundraise/protocol";
 import type { Progress } from "../ops/progress.ts";
 import type { ChainReads } from "../reads/chain-reads.ts";
 
-/** The chain indexer's RPC surface: each descriptor straight to its read (rules in reads/). */
-export async function serveChainRpc(bus: Bus, reads: ChainReads, progress: Progress): Promise<void> {
+/** How long `progress` waits for the node's head before it answers the head it saw last. */
+const HEAD_READ_MS = 300;
+
+/**
+ * The chain indexer's RPC surface: each descriptor straight to its read (rules in reads/).
+ * `progress` answers the node's head as it is now (`nodeHead`), not the one the indexer last polled: an
+ * admin's role change is dated by it (rules.md §7.1), so a block whose receipt a client held before the
+ * change must be at or under it, however far the indexer's polling lags. The node silent: the head last seen.
+ */
+export async function serveChainRpc(
+  bus: Bus,
+  reads: ChainReads,
+  progress: Progress,
+  nodeHead: () => Promise<number>,
+): Promise<void> {
   await bus.serve(ChainRpc.evaluationLogs, () => reads.evaluationLogs());
   await bus.serve(ChainRpc.registerLogs, () => reads.registerLogs());
   await bus.serve(ChainRpc.whitelistInsertLogs, ({ address }) => reads.whitelistInsertLogs(address));
@@ -13,9 +26,21 @@ export async function serveChainRpc(bus: Bus, reads: ChainReads, progress: Progr
   await bus.serve(ChainRpc.role, ({ address }) => reads.role(address));
   await bus.serve(ChainRpc.auctionByHash, ({ fileHash }) => reads.auctionByHash(fileHash));
   await bus.serve(ChainRpc.evaluation, ({ fileHash }) => reads.evaluation(fileHash));
-  await bus.serve(ChainRpc.progress, async () => ({
-    chainId: progress.chainId,
-    indexedBlock: await reads.indexedBlock(),
-    headBlock: progress.headBlock,
-  }));
+  await bus.serve(ChainRpc.progress, async () => {
+    const [indexedBlock, headBlock] = await Promise.all([reads.indexedBlock(), headNow()]);
+    return { chainId: progress.chainId, indexedBlock, headBlock };
+  });
+
+  async function headNow(): Promise<number> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<number>((resolve) => {
+      timer = setTimeout(() => resolve(progress.headBlock), HEAD_READ_MS);
+    });
+    const read = nodeHead().catch(() => progress.headBlock);
+    try {
+      return Math.max(await Promise.race([read, late]), progress.headBlock);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 }

@@ -13,7 +13,7 @@ export interface RoleSources {
   chainPosition: ChainPosition | null;
   /** When an admin last changed the role; null: never. */
   adminRoleAt: Date | null;
-  /** The chain's head block as the index knew it at that change; null: not known (then the time decides). */
+  /** The chain node's head block at that change (chain.index.progress); null: not known (then the time decides). */
   adminRoleBlock: number | null;
 }
 
@@ -41,10 +41,10 @@ export const isAfter = (a: ChainPosition, b: ChainPosition) =>
 
 /**
  * Whether an admin's change is newer than a chain change in block `chainBlock`, dated `chainAt`. The admin's
- * change records the head block the index knew then: a change in a block up to it was mined before the
- * admin's. Otherwise (a later block, or no head known) the times decide; block timestamps are whole seconds,
- * so the two are compared at that resolution, and the chain wins a tie: a block of the same second, later
- * than the head the index knew, may well have been mined after the admin's change.
+ * change records the node's head block then: a change in a block up to it was mined before the admin's.
+ * Otherwise (a later block, or no head known) the times decide; block timestamps are whole seconds, so the
+ * two are compared at that resolution, and the chain wins a tie: a block of the same second, later than
+ * that head, may well have been mined after the admin's change.
  */
 export const adminChangeIsNewer = (
   admin: Pick<RoleSources, "adminRoleAt" | "adminRoleBlock">,
