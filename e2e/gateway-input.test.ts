@@ -6,6 +6,7 @@ import { waitFor } from "@fundraise/bus/testing";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, serviceNodeArgs, stopProcess } from "../scripts/lib/processes.ts";
+import { testServiceCode } from "../scripts/lib/service-code.ts";
 import { type Answer, createClient } from "./client.ts";
 import {
   createPeople,
@@ -15,7 +16,6 @@ import {
   type ProjectDto,
   type User,
 } from "./projects-kit.ts";
-import { testServiceCode } from "./service-code.ts";
 import { type SharedSystem, sharedSystem } from "./shared.ts";
 
 // Input the gateway once refused or coerced, on the running system (rules.md §8): long markdown in

@@ -18,7 +18,7 @@ import { createTestDatabase } from "@fundraise/service-kit/testing";
 import { type ParsedMail, simpleParser } from "mailparser";
 import { SMTPServer } from "smtp-server";
 import { freePort, type ServiceCode, serviceNodeArgs, stopProcess } from "../scripts/lib/processes.ts";
-import { assertBundlesCurrent, testServiceCode } from "./service-code.ts";
+import { assertBundlesCurrent, testServiceCode } from "../scripts/lib/service-code.ts";
 
 const root = join(import.meta.dirname, "..");
 
@@ -173,7 +173,7 @@ export async function startSystem(
     extraGateways?: number;
     /**
      * Each service from its TypeScript sources through tsx or from `pnpm build`'s output; by default as
-     * E2E_SERVICE_CODE says (service-code.ts), sources when unset.
+     * E2E_SERVICE_CODE says (scripts/lib/service-code.ts), sources when unset.
      */
     code?: ServiceCode;
     /** A broker of the run's own (its whole node, say): no vhost is made on the shared one. */

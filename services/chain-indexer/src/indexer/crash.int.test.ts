@@ -86,7 +86,7 @@ it("kill -9 mid-backfill and mid-follow, again and again: the same rows and fact
   const facts = await outboxFacts(crashed.sql);
   expect(new Set(facts).size).toBe(facts.length);
   expect(facts).toEqual(await outboxFacts(calm.sql));
-  // Eight indexer processes start under tsx, seven in turn: on a loaded CI machine that took over 30 s.
+  // Eight indexer processes start, seven in turn: on a loaded CI machine, under tsx, that took over 30 s.
 }, 120_000);
 
 // Two indexer processes start from the sources one after the other: on a loaded machine that alone can take

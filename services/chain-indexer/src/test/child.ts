@@ -1,11 +1,15 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { waitFor } from "@fundraise/bus/testing";
+import { serviceNodeArgs } from "../../../../scripts/lib/processes.ts";
+import { assertBundlesCurrent, testServiceCode } from "../../../../scripts/lib/service-code.ts";
 
 const ROOT = join(import.meta.dirname, "../../../..");
-const MAIN = join(ROOT, "services/chain-indexer/src/main.ts");
 
-/** The indexer as its own process (`node --import tsx src/main.ts`), as `pnpm start` and a container run it. */
+/**
+ * The indexer as its own process, as `pnpm start` (its sources through tsx) or the image (its bundle:
+ * E2E_SERVICE_CODE=built, as in `pnpm test`) runs it.
+ */
 export interface IndexerProcess {
   child: ChildProcess;
   /** The `msg` of every JSON log line so far. */
@@ -19,7 +23,9 @@ export interface IndexerProcess {
 }
 
 export function spawnIndexer(env: Record<string, string>): IndexerProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", MAIN], {
+  const code = testServiceCode();
+  if (code === "built") assertBundlesCurrent(["chain-indexer"]);
+  const child = spawn(process.execPath, serviceNodeArgs("chain-indexer", [], code), {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
