@@ -93,6 +93,11 @@ export const ChainRpc = {
       chainId: Type.Integer(),
       indexedBlock: Type.Integer(),
       headBlock: Type.Integer(),
+      /**
+       * true: `headBlock` is the node's head, read when asked; false or absent (an indexer of an older
+       * version): the node did not answer in time, and it is the head the indexer last polled, which lags.
+       */
+      headFromNode: Type.Optional(Type.Boolean()),
     }),
     effect: "read",
   }),

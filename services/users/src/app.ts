@@ -44,11 +44,16 @@ export async function startUsersApp(deps: AppDeps<UsersConfig>): Promise<Service
     sessions: async (change, ctx) => void (await bus.call(AuthRpc.applySession, change, ctx)),
     chain: {
       role: async (address, ctx) => (await bus.call(ChainRpc.role, { address }, ctx)).role,
-      // Best effort and short: without it an admin's change is dated by its time alone.
+      // Best effort and short: without the node's own head (the indexer's last polled one lags, so a block
+      // beyond it may be older than the change) an admin's change is dated by its time alone.
       async head(ctx) {
         try {
-          const { headBlock } = await bus.call(ChainRpc.progress, {}, { ...ctx, timeoutMs: 1_000 });
-          return headBlock >= 0 ? headBlock : null;
+          const { headBlock, headFromNode } = await bus.call(
+            ChainRpc.progress,
+            {},
+            { ...ctx, timeoutMs: 1_000 },
+          );
+          return headFromNode === true && headBlock >= 0 ? headBlock : null;
         } catch (err) {
           ctx.log.debug({ err }, "chain head unknown; the admin's change is dated by its time");
           return null;

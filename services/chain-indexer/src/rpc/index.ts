@@ -10,7 +10,8 @@ const HEAD_READ_MS = 300;
  * The chain indexer's RPC surface: each descriptor straight to its read (rules in reads/).
  * `progress` answers the node's head as it is now (`nodeHead`), not the one the indexer last polled: an
  * admin's role change is dated by it (rules.md §7.1), so a block whose receipt a client held before the
- * change must be at or under it, however far the indexer's polling lags. The node silent: the head last seen.
+ * change must be at or under it, and a block beyond it was mined after, however far the indexer's polling
+ * lags. The node silent: the head last seen, marked as such (`headFromNode: false`).
  */
 export async function serveChainRpc(
   bus: Bus,
@@ -27,18 +28,21 @@ export async function serveChainRpc(
   await bus.serve(ChainRpc.auctionByHash, ({ fileHash }) => reads.auctionByHash(fileHash));
   await bus.serve(ChainRpc.evaluation, ({ fileHash }) => reads.evaluation(fileHash));
   await bus.serve(ChainRpc.progress, async () => {
-    const [indexedBlock, headBlock] = await Promise.all([reads.indexedBlock(), headNow()]);
-    return { chainId: progress.chainId, indexedBlock, headBlock };
+    const [indexedBlock, head] = await Promise.all([reads.indexedBlock(), headNow()]);
+    return { chainId: progress.chainId, indexedBlock, ...head };
   });
 
-  async function headNow(): Promise<number> {
+  async function headNow(): Promise<{ headBlock: number; headFromNode: boolean }> {
+    const seen = () => ({ headBlock: progress.headBlock, headFromNode: false });
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<number>((resolve) => {
-      timer = setTimeout(() => resolve(progress.headBlock), HEAD_READ_MS);
+    const late = new Promise<{ headBlock: number; headFromNode: boolean }>((resolve) => {
+      timer = setTimeout(() => resolve(seen()), HEAD_READ_MS);
     });
-    const read = nodeHead().catch(() => progress.headBlock);
+    const read = nodeHead().then((block) => ({ headBlock: block, headFromNode: true }), seen);
     try {
-      return Math.max(await Promise.race([read, late]), progress.headBlock);
+      const head = await Promise.race([read, late]);
+      // The node never answers lower than a head already seen (a node behind a load balancer may).
+      return head.headBlock >= progress.headBlock ? head : seen();
     } finally {
       clearTimeout(timer);
     }

@@ -71,4 +71,19 @@ describe("decideChainRole (rules.md §7.1: the newer source wins)", () => {
     // A later block of that second may have been mined after the change: the chain wins the tie.
     expect(decideChainRole(demoted, fact(8))).toEqual({ record: true, role: "Viewer" });
   });
+
+  it("a block beyond that head was mined after the change, whatever its timestamp says", () => {
+    // Seen on anvil: a block mined 50 ms after an admin's change at 27.75 s, stamped 26 s.
+    const demoted = {
+      ...base,
+      role: "Blacklist" as const,
+      chainRole: "Base" as const,
+      adminRoleAt: t(27.75),
+      adminRoleBlock: 29,
+    };
+    const fact = (block: number) =>
+      ({ kind: "fact", role: "Whitelist", position: { block, logIndex: 1 }, at: t(26) }) as const;
+    expect(decideChainRole(demoted, fact(30))).toEqual({ record: true, role: "Whitelist" });
+    expect(decideChainRole(demoted, fact(29))).toEqual({ record: true, role: null });
+  });
 });

@@ -41,10 +41,11 @@ export const isAfter = (a: ChainPosition, b: ChainPosition) =>
 
 /**
  * Whether an admin's change is newer than a chain change in block `chainBlock`, dated `chainAt`. The admin's
- * change records the node's head block then: a change in a block up to it was mined before the admin's.
- * Otherwise (a later block, or no head known) the times decide; block timestamps are whole seconds, so the
- * two are compared at that resolution, and the chain wins a tie: a block of the same second, later than
- * that head, may well have been mined after the admin's change.
+ * change records the node's head block, read as it was made: a change in a block up to it was mined before
+ * the admin's, one in a later block after it (mined while the change was being made: a tie, the chain's).
+ * The block decides, not the time: a block's timestamp is the node's choice and may trail the moment it
+ * was mined (seen here: a block mined after an admin's change stamped 1.75 s before it). With no head known
+ * (the node did not answer) the times decide, at whole seconds, and the chain wins a tie.
  */
 export const adminChangeIsNewer = (
   admin: Pick<RoleSources, "adminRoleAt" | "adminRoleBlock">,
@@ -52,7 +53,7 @@ export const adminChangeIsNewer = (
   chainBlock: number,
 ) => {
   if (admin.adminRoleAt === null) return false;
-  if (admin.adminRoleBlock !== null && chainBlock <= admin.adminRoleBlock) return true;
+  if (admin.adminRoleBlock !== null) return chainBlock <= admin.adminRoleBlock;
   return Math.floor(admin.adminRoleAt.getTime() / 1000) > Math.floor(chainAt.getTime() / 1000);
 };
 

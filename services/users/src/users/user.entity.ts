@@ -27,7 +27,7 @@ export const User = defineEntity({
     chainRoleLogIndex: p.integer().nullable(),
     /** When an admin last changed the role; a chain change must be newer to override it. */
     adminRoleAt: p.datetime().nullable(),
-    /** The chain node's head block at that change: facts up to it are older (role-precedence.ts). */
+    /** The chain node's head block at that change: facts up to it are older, later ones newer (role-precedence.ts). */
     adminRoleBlock: p.bigint("number").nullable(),
     /**
      * Raised by every role change; the session and each token carry it (protocol sessions.ts): an admin's

@@ -28,6 +28,6 @@ export type ApplySession = (change: SessionChange, ctx: OpContext) => Promise<vo
 export interface ChainIndex {
   /** The chain role the index holds now (`chain.address.role`). */
   role(address: string, ctx: OpContext): Promise<UserRole>;
-  /** The chain node's head block now (through the indexer); null when it cannot tell (then times decide). */
+  /** The chain node's head block now (through the indexer); null when the node did not say (then times decide). */
   head(ctx: OpContext): Promise<number | null>;
 }
