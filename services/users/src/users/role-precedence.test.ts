@@ -55,35 +55,31 @@ describe("decideChainRole (rules.md §7.1: the newer source wins)", () => {
     expect(decideChainRole(demoted, fact(t(9)))).toEqual({ record: true, role: null });
   });
 
+  /** A user an admin demoted to Blacklist at second `at`, when the node's head was block `head`. */
+  const demotedKnowing = (at: number, head: number): RoleSources => ({
+    ...base,
+    role: "Blacklist",
+    chainRole: "Base",
+    adminRoleAt: t(at),
+    adminRoleBlock: head,
+  });
+  /** The indexer's fact that the chain made the user a Viewer in `block`, stamped second `stamp`. */
+  const viewerFact = (block: number, stamp: number) =>
+    ({ kind: "fact", role: "Viewer", position: { block, logIndex: 0 }, at: t(stamp) }) as const;
+
   it("a block up to the head the index knew at the admin's change is older, even within the same second", () => {
     // The chain's change was mined in block 7 at second 10, then an admin demoted at 10.9 s knowing head 7.
-    const demoted = {
-      ...base,
-      role: "Blacklist" as const,
-      chainRole: "Base" as const,
-      adminRoleAt: t(10.9),
-      adminRoleBlock: 7,
-    };
-    const fact = (block: number) =>
-      ({ kind: "fact", role: "Viewer", position: { block, logIndex: 0 }, at: t(10) }) as const;
-    expect(decideChainRole(demoted, fact(7))).toEqual({ record: true, role: null });
-    expect(decideChainRole(demoted, fact(6))).toEqual({ record: true, role: null });
+    const demoted = demotedKnowing(10.9, 7);
+    expect(decideChainRole(demoted, viewerFact(7, 10))).toEqual({ record: true, role: null });
+    expect(decideChainRole(demoted, viewerFact(6, 10))).toEqual({ record: true, role: null });
     // A later block of that second may have been mined after the change: the chain wins the tie.
-    expect(decideChainRole(demoted, fact(8))).toEqual({ record: true, role: "Viewer" });
+    expect(decideChainRole(demoted, viewerFact(8, 10))).toEqual({ record: true, role: "Viewer" });
   });
 
   it("a block beyond that head was mined after the change, whatever its timestamp says", () => {
     // Seen on anvil: a block mined 50 ms after an admin's change at 27.75 s, stamped 26 s.
-    const demoted = {
-      ...base,
-      role: "Blacklist" as const,
-      chainRole: "Base" as const,
-      adminRoleAt: t(27.75),
-      adminRoleBlock: 29,
-    };
-    const fact = (block: number) =>
-      ({ kind: "fact", role: "Whitelist", position: { block, logIndex: 1 }, at: t(26) }) as const;
-    expect(decideChainRole(demoted, fact(30))).toEqual({ record: true, role: "Whitelist" });
-    expect(decideChainRole(demoted, fact(29))).toEqual({ record: true, role: null });
+    const demoted = demotedKnowing(27.75, 29);
+    expect(decideChainRole(demoted, viewerFact(30, 26))).toEqual({ record: true, role: "Viewer" });
+    expect(decideChainRole(demoted, viewerFact(29, 26))).toEqual({ record: true, role: null });
   });
 });
