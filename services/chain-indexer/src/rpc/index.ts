@@ -2,6 +2,7 @@ import type { Bus } from "@fundraise/bus";
 import { ChainRpc } from "@fundraise/protocol";
 import type { Progress } from "../ops/progress.ts";
 import type { ChainReads } from "../reads/chain-reads.ts";
+import { headNow } from "./head.ts";
 
 /** How long `progress` waits for the node's head before it answers the head it saw last. */
 const HEAD_READ_MS = 300;
@@ -28,23 +29,10 @@ export async function serveChainRpc(
   await bus.serve(ChainRpc.auctionByHash, ({ fileHash }) => reads.auctionByHash(fileHash));
   await bus.serve(ChainRpc.evaluation, ({ fileHash }) => reads.evaluation(fileHash));
   await bus.serve(ChainRpc.progress, async () => {
-    const [indexedBlock, head] = await Promise.all([reads.indexedBlock(), headNow()]);
+    const [indexedBlock, head] = await Promise.all([
+      reads.indexedBlock(),
+      headNow(nodeHead, progress.headBlock, HEAD_READ_MS),
+    ]);
     return { chainId: progress.chainId, indexedBlock, ...head };
   });
-
-  async function headNow(): Promise<{ headBlock: number; headFromNode: boolean }> {
-    const seen = () => ({ headBlock: progress.headBlock, headFromNode: false });
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<{ headBlock: number; headFromNode: boolean }>((resolve) => {
-      timer = setTimeout(() => resolve(seen()), HEAD_READ_MS);
-    });
-    const read = nodeHead().then((block) => ({ headBlock: block, headFromNode: true }), seen);
-    try {
-      const head = await Promise.race([read, late]);
-      // The node never answers lower than a head already seen (a node behind a load balancer may).
-      return head.headBlock >= progress.headBlock ? head : seen();
-    } finally {
-      clearTimeout(timer);
-    }
-  }
 }
