@@ -148,8 +148,14 @@ describe("live updates on the running system", () => {
       "/events/ticket",
     );
     const stream = listen(null, { ticket: String(ticket) });
-    await stream.state.opened;
+    // The owner's stream on the same replica: the hub decides one batch for every stream at once, so once
+    // the owner has the creation, the invitee's stream has had it decided (before the invitation exists).
+    const own = listen(owner);
+    await Promise.all([stream.state.opened, own.state.opened]);
     const { projectID: id } = await addProject(owner, "live invitation");
+    await eventually(() => expect(changes(own.messages, id)).toEqual(["created"]));
+    // A hidden project's creation never reaches a user it was not visible to.
+    expect(changes(stream.messages, id)).toEqual([]);
     const invite = await client.api("PUT", "/User/Invite/", {
       authorization: `Bearer ${owner.token}`,
       body: { projectID: id, username: invitee.username, role: "Editor" },
