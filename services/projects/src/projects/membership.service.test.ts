@@ -79,6 +79,18 @@ describe("invitations (rules.md §3.5, §3.6)", () => {
     });
   });
 
+  it("a username holding a NUL, control or invisible character is refused with 400, before anyone is looked up (rules.md §7.8)", async () => {
+    const { h, owner, id } = await team();
+    for (const username of ["a\u0000b", "\u0000", "ab\u200bc", "a\nb"]) {
+      await expect(
+        h.memberships.invite(owner, { projectID: id, username, role: "Editor" }, ctx()),
+      ).rejects.toMatchObject({ code: "VALIDATION_FAILED", status: 400 });
+      await expect(
+        h.memberships.removeCollaborator(owner, { projectID: id, username }, ctx()),
+      ).rejects.toMatchObject({ code: "VALIDATION_FAILED", status: 400 });
+    }
+  });
+
   it("Blacklist may decline an invitation and leave, not accept one (rules.md §8.1)", async () => {
     const { h, owner, id, join } = await team();
     const invitee = { ...h.person(), role: "Blacklist" as const };

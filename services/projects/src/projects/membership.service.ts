@@ -6,7 +6,7 @@ import { ProjectErrors } from "./project.errors.ts";
 import { type PermissionOut, toPermission } from "./project.mapper.ts";
 import type { OpContext, UserDirectory, UserDtoOut } from "./project.ports.ts";
 import type { ProjectRepository } from "./project.repository.ts";
-import { parseInvitedRole } from "./project.validation.ts";
+import { parseInvitedRole, parseUsername } from "./project.validation.ts";
 import { findVisible } from "./visibility.ts";
 
 export type PermissionRequest = RequestOf<typeof ProjectsRpc.invite>["request"];
@@ -71,7 +71,7 @@ export function createMembershipService(deps: {
       requireWriter(caller);
       if (!isManager(permission))
         throw ProjectErrors.notMember("Only the project's Owner or a Co-Owner may invite.");
-      const username = request.username?.trim();
+      const username = parseUsername(request.username);
       if (!username) throw ProjectErrors.invalid("/username", "is required");
       // Who is named is decided by id: the token's username may be older than a rename.
       const invitee = await users.byUsername(username, ctx);
@@ -142,7 +142,7 @@ export function createMembershipService(deps: {
 
     async removeCollaborator(caller, request, ctx) {
       const { project } = await findVisible(projects, caller, request.projectID);
-      const username = request.username?.trim();
+      const username = parseUsername(request.username);
       let targetId = caller.userId;
       // Resolved even when it looks like the caller's own: the token's username may be older than a rename,
       // and another user may hold it now.

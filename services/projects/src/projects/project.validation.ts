@@ -1,4 +1,10 @@
-import { nameProblem, type PermissionRole, trimText } from "@fundraise/protocol";
+import {
+  hasUnprintable,
+  nameProblem,
+  type PermissionRole,
+  TEXT_PROBLEMS,
+  trimText,
+} from "@fundraise/protocol";
 import { ProjectErrors } from "./project.errors.ts";
 
 /** Longest markdown accepted (characters); the route's body limit bounds the bytes. */
@@ -24,6 +30,18 @@ export function parseMarkdown(input: string): string {
 export function parseText(path: string, input: string): string {
   if (input.includes("\u0000")) throw ProjectErrors.invalid(path, "must not contain the NUL character");
   return input;
+}
+
+/**
+ * A username naming a user (invite, remove): trimmed, undefined when none is given. A name holding a
+ * control or invisible character belongs to no account (rules.md §7.8) and is refused before the users
+ * service is asked: the NUL character cannot even reach PostgreSQL's text.
+ */
+export function parseUsername(input: string | null | undefined): string | undefined {
+  const username = input?.trim();
+  if (!username) return undefined;
+  if (hasUnprintable(username)) throw ProjectErrors.invalid("/username", TEXT_PROBLEMS.unprintable);
+  return username;
 }
 
 /** A rating: a finite number in [0, 5]. */

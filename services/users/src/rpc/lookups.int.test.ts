@@ -21,6 +21,10 @@ describe("users.user.by-username and users.user.by-ids", () => {
       invitations: null,
     });
     expect(await h.client.call(UsersRpc.byUsername, { username: "nobody_here" })).toBeNull();
+    // A NUL cannot reach PostgreSQL's text (it broke the query: 503); no stored username holds one.
+    for (const username of ["a\u0000b", "\u0000", `${a.username}\u0000`]) {
+      expect(await h.client.call(UsersRpc.byUsername, { username })).toBeNull();
+    }
     const found = await h.client.call(UsersRpc.byIds, { ids: [b.id, 2_000_000_000, a.id, b.id] });
     expect(found.map((u) => [u.id, u.role])).toEqual([
       [a.id, "Base"],

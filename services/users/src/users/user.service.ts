@@ -170,6 +170,8 @@ export function createUserService(deps: UserServiceDeps): UserService {
     },
 
     async byUsername(username) {
+      // No stored username holds a NUL, and PostgreSQL's text cannot carry one into a query.
+      if (username.includes("\u0000")) return null;
       const user = await users.findByUsername(username.trim());
       return user ? toUserDto(user) : null;
     },
