@@ -109,6 +109,38 @@ describe("users.user.update-role (admin)", () => {
     }
   });
 
+  it("one admin's many role changes at once, a user made Admin and back among them: each answers its outcome, none gives way to a deadlock (10 rounds of 40)", async () => {
+    // The user before the admin: a lower id, so a statement that sees the user among the Admins locks
+    // its row before the admin's (the order that deadlocked: 503 DB_UNAVAILABLE, then a queue of them).
+    const user = await h.seedUser();
+    const admin = await h.seedUser({ role: "Admin" });
+    const roles = ["Admin", "Base", "Whitelist", "Admin", "Viewer", "Blacklist"];
+    const outcomes = new Map<string, number>();
+    for (let round = 0; round < 10; round++) {
+      const settled = await Promise.allSettled(
+        Array.from({ length: 40 }, async (_, i) => {
+          // Arrivals spread over 40 ms, as requests come: a change lands between another's statements.
+          await new Promise((r) => setTimeout(r, Math.random() * 40));
+          return h.client.call(UsersRpc.updateRole, {
+            caller: callerOf(admin),
+            address: i % 3 === 2 ? randomAddress() : user.address,
+            role: roles[(round + i) % roles.length] as string,
+          });
+        }),
+      );
+      for (const [i, r] of settled.entries()) {
+        const outcome =
+          r.status === "fulfilled" ? "changed" : String((r.reason as { code?: unknown }).code ?? r.reason);
+        const key = `${i % 3 === 2 ? "unknown address" : "the user"}: ${outcome}`;
+        outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
+      }
+    }
+    expect(Object.fromEntries(outcomes)).toEqual({
+      "the user: changed": 270,
+      "unknown address: USER_NOT_FOUND": 130,
+    });
+  });
+
   it("an admin's Blacklist outlives the account: the same wallet signing up again starts Blacklisted", async () => {
     const admin = await h.seedUser({ role: "Admin" });
     const user = await h.seedUser();

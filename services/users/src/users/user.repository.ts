@@ -75,9 +75,10 @@ export interface UserTx {
   /** Users other than `exceptId` holding any of `wanted` (case-insensitively), locked in id order. */
   lockHolders(wanted: Partial<Record<UniqueField, string>>, exceptId?: number): Promise<User[]>;
   /**
-   * Locks every Admin row, always in id order, and answers their ids: two admins deleting or demoting each
-   * other at once are serialized here (the second then finds itself no Admin, or one Admin left), and
-   * cannot deadlock. Taken first by every admin's write, before the target's row.
+   * Takes the authority lock (one admin change or deletion at a time), then locks every Admin row in id
+   * order and answers their ids: two admins deleting or demoting each other at once are serialized here
+   * (the second then finds itself no Admin, or one Admin left). Taken first by every admin's write and
+   * every deletion, before the target's row; the Admin set each sees is the one the last committed.
    */
   lockAdmins(): Promise<number[]>;
   /**
@@ -139,6 +140,11 @@ export function createUserRepository(em: () => EntityManager, pool: SqlPool): Us
         );
       },
       async lockAdmins() {
+        // One authority change at a time, then the Admin rows. Without the first lock, two changes whose
+        // statements saw the Admin set before and after a third made someone Admin locked that user's
+        // row in different orders (one among the admins, one as the target): a deadlock, and under a
+        // burst a queue of them, each a second long.
+        await executor.query("select pg_advisory_xact_lock(hashtext('users:authority'))");
         const { rows } = await executor.query(
           `SELECT id FROM ${USERS_SCHEMA}."user" WHERE role = 'Admin' ORDER BY id FOR UPDATE`,
         );
