@@ -131,6 +131,28 @@ describe("GET /events", () => {
     stream.close();
   });
 
+  it("HEAD /events answers at once (no stream to describe: 404, as any method a route lacks) and spends no ticket", async () => {
+    const token = await h.signer.sign({ userId: 3, role: "Base" });
+    const answer = await fetch(`${base}/events/ticket`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const { data: ticket } = (await answer.json()) as { data: string };
+    for (const path of ["/events", `/events?ticket=${ticket}`]) {
+      for (const authorization of [undefined, `Bearer ${token}`]) {
+        const head = await fetch(`${base}${path}`, {
+          method: "HEAD",
+          headers: authorization ? { authorization } : {},
+          signal: AbortSignal.timeout(5000),
+        });
+        expect(head.status, `HEAD ${path}`).toBe(404);
+      }
+    }
+    const stream = await open_(`/events?ticket=${ticket}`);
+    expect(stream.response.status).toBe(200);
+    stream.close();
+  });
+
   it("a ticket lives 30 s in Redis under its hash, never under itself", async () => {
     const token = await h.signer.sign({ userId: 4, role: "Base" });
     const answer = await fetch(`${base}/events/ticket`, {

@@ -62,6 +62,8 @@ export async function registerEventRoutes(
   app.get(
     "/events",
     {
+      // No HEAD: fastify's would run the stream (never answering) and spend the ticket.
+      exposeHeadRoute: false,
       // Authenticated here, not by the auth hook: a bad token or ticket is 401 even on this open route.
       config: {},
       sse: { kind: "manual" },
