@@ -86,7 +86,14 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     // Router and HTTP-server errors answer the envelope too (plugins/edge-errors.ts).
     frameworkErrors,
     clientErrorHandler,
-    http: { requireHostHeader: false, maxHeaderSize: HTTP_MAX_HEADER_SIZE },
+    // A request (headers and body) must arrive within the limit: 408 in the envelope, the connection
+    // closed. Node checks every `connectionsCheckingInterval` (its default 30 s, less for short limits).
+    requestTimeout: config.http.requestTimeoutMs,
+    http: {
+      requireHostHeader: false,
+      maxHeaderSize: HTTP_MAX_HEADER_SIZE,
+      connectionsCheckingInterval: Math.min(30_000, Math.ceil(config.http.requestTimeoutMs / 10)),
+    },
     ajv: {
       customOptions: {
         coerceTypes: true,
@@ -105,7 +112,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
   registerRouteTable(app);
   app.decorate("idempotency", createIdempotencyStore(redis, config.redis.prefix));
   registerErrorHandling(app);
-  registerHttpEdge(app);
+  registerHttpEdge(app, config.http.requestTimeoutMs);
   observeRequests(app, deps.metrics ?? createMetrics());
   journalRequests(app, bus);
   await registerSecurityHeaders(app);

@@ -58,6 +58,12 @@ export const GatewayEnv = {
     minimum: 1024,
     description: "largest body of Project/Add and Project/Update (file and image as hex)",
   }),
+  HTTP_REQUEST_TIMEOUT_MS: Type.Integer({
+    default: 300_000,
+    minimum: 1000,
+    description:
+      "a request's headers and body must arrive within this (else 408): a body that never ends holds no connection",
+  }),
   TRUST_PROXY: Type.Boolean({ default: false, description: "take the client IP from X-Forwarded-For" }),
   LIVE_MAX_BUFFERED_BYTES: Type.Integer({
     default: 1_048_576,
@@ -76,6 +82,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       host: e.HOST,
       bodyLimit: e.BODY_LIMIT_BYTES,
       uploadBodyLimit: e.UPLOAD_BODY_LIMIT_BYTES,
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
     },
     metrics: { port: e.METRICS_PORT, host: e.METRICS_HOST },
     trustProxy: e.TRUST_PROXY,

@@ -23,9 +23,9 @@ interface RawAnswer {
 }
 
 /** Writes `request` as is and reads the answer until the server closes the connection. */
-function raw(request: string): Promise<RawAnswer> {
+function raw(request: string, to = port): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, "127.0.0.1", () => socket.write(request));
+    const socket = connect(to, "127.0.0.1", () => socket.write(request));
     let text = "";
     socket.setEncoding("latin1");
     socket.on("data", (chunk) => {
@@ -220,5 +220,50 @@ describe("which part of a request overflowed the HTTP parser", () => {
     expect(urlOverflowed(error("aaaaaaaaaaaa", 12))).toBe(false);
     expect(urlOverflowed(error(" GET /aaaa", 10))).toBe(false);
     expect(urlOverflowed(Object.assign(new Error("x"), { code: "HPE_HEADER_OVERFLOW" }))).toBe(false);
+  });
+});
+
+describe("a request that never finishes arriving (HTTP_REQUEST_TIMEOUT_MS, here 1 s)", () => {
+  let slow: Harness;
+  let slowPort: number;
+  beforeAll(async () => {
+    slow = await createHarness({ HTTP_REQUEST_TIMEOUT_MS: "1000" });
+    slowPort = Number(new URL(await slow.app.listen({ port: 0, host: "127.0.0.1" })).port);
+  });
+  afterAll(() => slow.close());
+
+  it("408 in the envelope, the connection closed, for a body shorter than its Content-Length or a chunk never ended", async () => {
+    const started = Date.now();
+    const answers = await Promise.all([
+      raw(
+        "POST /Authentication/Login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{}",
+        slowPort,
+      ),
+      raw(
+        "POST /Authentication/Register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{}",
+        slowPort,
+      ),
+      raw("POST /Project/Add HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n", slowPort),
+    ]);
+    for (const res of answers) {
+      expect(res.status).toBe(408);
+      expect(res.headers["x-error-code"]).toBe("ERR_HTTP_REQUEST_TIMEOUT");
+      expect(JSON.parse(res.body)).toEqual(envelope("The request did not arrive in time."));
+    }
+    // Not before the limit (Node checks connections every tenth of it).
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+  });
+
+  it("does not end a stream whose request arrived: GET /events outlives the limit", async () => {
+    const stop = new AbortController();
+    const response = await fetch(`http://127.0.0.1:${slowPort}/events`, { signal: stop.signal });
+    expect(response.status).toBe(200);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    await new Promise((r) => setTimeout(r, 2500));
+    // Still open: a heartbeat or message can be read, or the read waits (no end of stream).
+    const next = await Promise.race([reader.read(), new Promise((r) => setTimeout(() => r("open"), 500))]);
+    expect(next === "open" || (next as { done: boolean }).done === false).toBe(true);
+    stop.abort();
   });
 });

@@ -126,7 +126,7 @@ export function clientErrorHandler(this: Server, error: ParserError, socket: Soc
  * false` in app.ts) and they are answered here. Also holds the URL and the headers to their limits,
  * and keeps each connection's client address.
  */
-export function registerHttpEdge(app: Server): void {
+export function registerHttpEdge(app: Server, requestTimeoutMs: number): void {
   // The client's address is read as its connection is accepted, and kept by the socket: Node knows the
   // peer only while the socket is open, and a request outlives a client that went away. Read later, after
   // the authentication hook had awaited, `request.ip` was undefined and @fastify/rate-limit's key
@@ -152,8 +152,33 @@ export function registerHttpEdge(app: Server): void {
       done(errors.validation(ErrorCode.VALIDATION_FAILED, "The Host header is missing."));
       return;
     }
+    if (hasBody(request.raw)) holdBodyToDeadline(app, request.raw, requestTimeoutMs);
     done();
   });
+}
+
+function hasBody(raw: IncomingMessage): boolean {
+  const length = raw.headers["content-length"];
+  return raw.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
+}
+
+/**
+ * A body must have arrived `ms` after its request began, else 408 as for headers that never end (Node's
+ * `requestTimeout` covers those; a body shorter than its Content-Length, or a chunk never finished, it
+ * let hold the connection for good): the answer is written on the socket, which is closed.
+ */
+function holdBodyToDeadline(app: Server, raw: IncomingMessage, ms: number): void {
+  const timer = setTimeout(() => {
+    if (raw.complete || raw.socket.destroyed) return;
+    const error: ParserError = Object.assign(new Error("The request did not arrive in time."), {
+      code: "ERR_HTTP_REQUEST_TIMEOUT",
+    });
+    clientErrorHandler.call(app, error, raw.socket);
+  }, ms);
+  timer.unref();
+  const clear = () => clearTimeout(timer);
+  raw.once("end", clear);
+  raw.once("close", clear);
 }
 
 /** Header bytes as Node's parser counts them: names and values. */
