@@ -62,8 +62,9 @@ async function startSmtp(): Promise<{
       });
     },
   });
-  const port = await freePort();
-  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", () => resolve()));
+  // Port 0, held from the start: a port found free and then taken would race other connections.
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  const { port } = server.server.address() as { port: number };
   async function take(to: string, timeoutMs = 20_000) {
     const until = Date.now() + timeoutMs;
     for (;;) {
@@ -155,7 +156,7 @@ async function distinctFreePorts(count: number): Promise<number[]> {
 /** The IPFS stand-in on a folder of its own, or nothing when the run has no storage service. */
 async function startIpfs(wanted: boolean, stateDir: string): Promise<IpfsNode | undefined> {
   if (!wanted) return undefined;
-  return startIpfsNode({ dataDir: join(stateDir, "ipfs"), host: "127.0.0.1", port: await freePort() });
+  return startIpfsNode({ dataDir: join(stateDir, "ipfs"), host: "127.0.0.1", port: 0 });
 }
 
 export async function startSystem(

@@ -1,7 +1,6 @@
 import { createServer, type Server } from "node:http";
 import { waitFor } from "@fundraise/bus/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../scripts/lib/processes.ts";
 import { createClient } from "./client.ts";
 import { type System, startSystem } from "./system.ts";
 
@@ -90,8 +89,10 @@ async function startReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; cl
       res.writeHead(200, { "content-type": "application/json" }).end("{}");
     });
   });
-  const port = await freePort();
-  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  // Port 0: the kernel's choice, held from the start (a port found free, closed, then taken is a race
+  // with every outgoing connection's ephemeral port).
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
   return {
     url: `http://127.0.0.1:${port}`,
     spans,
