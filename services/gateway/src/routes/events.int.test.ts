@@ -79,6 +79,16 @@ const rated = (projectId: number) =>
     before: { ...open, memberIds: [] },
   });
 
+/** A ticket for `token` from POST /events/ticket (expects 200). */
+async function ticketFor(token: string): Promise<string> {
+  const answer = await fetch(`${base}/events/ticket`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}` },
+  });
+  expect(answer.status).toBe(200);
+  return ((await answer.json()) as { data: string }).data;
+}
+
 describe("GET /events", () => {
   it("streams to anonymous callers with the headers a proxy needs, retry advice first", async () => {
     const stream = await open_("/events");
@@ -133,11 +143,7 @@ describe("GET /events", () => {
 
   it("HEAD /events answers at once (no stream to describe: 404, as any method a route lacks) and spends no ticket", async () => {
     const token = await h.signer.sign({ userId: 3, role: "Base" });
-    const answer = await fetch(`${base}/events/ticket`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}` },
-    });
-    const { data: ticket } = (await answer.json()) as { data: string };
+    const ticket = await ticketFor(token);
     for (const path of ["/events", `/events?ticket=${ticket}`]) {
       for (const authorization of [undefined, `Bearer ${token}`]) {
         const head = await fetch(`${base}${path}`, {
@@ -154,12 +160,7 @@ describe("GET /events", () => {
   });
 
   it("a ticket lives 30 s in Redis under its hash, never under itself", async () => {
-    const token = await h.signer.sign({ userId: 4, role: "Base" });
-    const answer = await fetch(`${base}/events/ticket`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}` },
-    });
-    const { data: ticket } = (await answer.json()) as { data: string };
+    const ticket = await ticketFor(await h.signer.sign({ userId: 4, role: "Base" }));
     const keys = await h.redis.keys(`${h.prefix}live:ticket:*`);
     expect(keys.some((k) => k.includes(ticket))).toBe(false);
     const ttls = await Promise.all(keys.map((k) => h.redis.pttl(k)));
