@@ -86,8 +86,9 @@ export async function buildGateway(deps: GatewayDeps): Promise<Gateway> {
     // Router and HTTP-server errors answer the envelope too (plugins/edge-errors.ts).
     frameworkErrors,
     clientErrorHandler,
-    // A request (headers and body) must arrive within the limit: 408 in the envelope, the connection
-    // closed. Node checks every `connectionsCheckingInterval` (its default 30 s, less for short limits).
+    // Node holds a request's headers to this limit (and to its 60 s headers timeout), checking every
+    // `connectionsCheckingInterval`; it lets a started body wait for good, so registerHttpEdge holds the
+    // body to the same limit. Both answer 408 in the envelope and close the connection.
     requestTimeout: config.http.requestTimeoutMs,
     http: {
       requireHostHeader: false,
